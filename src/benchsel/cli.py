@@ -1,0 +1,271 @@
+"""The ``benchsel`` command line: argument parsing only.
+
+Every command is a thin call into the library. Human-readable tables go to
+stdout by default, ``--json`` prints machine-readable JSON instead, and
+``--output FILE`` writes it atomically to a file. Exit codes: 0 success,
+1 failure (bad data, unknown names), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+import numpy as np
+
+from . import __version__
+from .datasets import list_datasets, load_dataset, resolve_data
+from .evaluation import spectrum
+from .gaussian import COVARIANCE_METHODS, GaussianModel
+from .io import parse_observed, read_costs, write_text_atomic
+from .selection import OBJECTIVES
+
+__all__ = ["main", "build_parser"]
+
+
+# ------------------------------------------------------------------ helpers
+def _names(text: str | None) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else []
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(h) for h in headers]] + [
+        [f"{v:.4g}" if isinstance(v, float) else str(v) for v in row] for row in rows
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _emit(args, payload: dict, text: str) -> None:
+    out = json.dumps(payload, indent=2) + "\n" if args.json else text + "\n"
+    if args.output:
+        write_text_atomic(args.output, out, protect=_inputs(args))
+    else:
+        sys.stdout.write(out)
+
+
+def _inputs(args) -> list:
+    return [getattr(args, name, None) for name in ("data", "observed", "costs")]
+
+
+def _read_options(args) -> dict:
+    opts = {}
+    for name in ("format", "sep", "model_column", "item_column", "score_column"):
+        value = getattr(args, name, None)
+        if value is not None:
+            opts[name] = value
+    return opts
+
+
+def _load(args):
+    return resolve_data(args.data, **_read_options(args))
+
+
+def _fit(args, scores) -> GaussianModel:
+    return GaussianModel(covariance=args.covariance).fit(scores)
+
+
+# ----------------------------------------------------------------- commands
+def cmd_datasets(args) -> int:
+    rows, payload = [], []
+    for info in list_datasets():
+        scores = load_dataset(info.name)
+        m, n = scores.shape
+        observed = round(100 * scores.observed_fraction, 1)
+        rows.append([info.name, f"{m} x {n}", f"{observed}%", info.source])
+        payload.append(
+            {"name": info.name, "models": m, "items": n, "observed_percent": observed,
+             "source": info.source}
+        )
+    _emit(args, {"datasets": payload}, _table(["name", "shape", "observed", "source"], rows))
+    return 0
+
+
+def cmd_select(args) -> int:
+    scores = _load(args)
+    if args.axis == "models":
+        scores = scores.transpose()
+    model = _fit(args, scores)
+    costs = read_costs(args.costs) if args.costs else None
+    if args.budget is not None and costs is None:
+        raise ValueError("--budget needs --costs FILE")
+    sel = model.select(
+        args.k,
+        objective=args.objective,
+        include=_names(args.include),
+        exclude=_names(args.exclude),
+        costs=costs,
+        budget=args.budget,
+        target_residual=args.target_residual,
+        seed=args.seed,
+    )
+    payload = sel.to_dict()
+    payload["axis"] = args.axis
+    payload["dataset"] = str(args.data)
+    est = model.estimate_
+    if est.method == "em":
+        payload["em"] = {"iterations": est.n_iter, "converged": est.converged}
+    rows = [
+        [t + 1, name, float(g), float(r)]
+        for t, (name, g, r) in enumerate(zip(sel.items, sel.gains, sel.residual_variance))
+    ]
+    what = "model" if args.axis == "models" else "benchmark"
+    head = (
+        f"{len(sel.items)} {what}s selected from {scores.n_items} by {sel.objective} "
+        f"({sel.strategy}, covariance: {sel.covariance})"
+    )
+    if sel.cost is not None:
+        head += f", total cost {sel.cost:g}"
+    text = head + "\n" + _table(["#", what, "gain", "residual_var"], rows)
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_predict(args) -> int:
+    scores = _load(args)
+    model = _fit(args, scores)
+    observed = parse_observed(args.observed)
+    pred = model.predict(observed, level=args.level)
+    payload = pred.to_dict()
+    blocks = []
+    pct = f"{100 * args.level:g}%"
+    for i, name in enumerate(pred.models):
+        rows = [
+            [r["benchmark"], r["mean"], r["std"], r["low"], r["high"]] for r in pred.records(i)
+        ]
+        blocks.append(
+            f"{name}: {len(rows)} predicted from {int(pred.observed[i].sum())} observed\n"
+            + _table(["benchmark", "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
+        )
+    _emit(args, payload, "\n\n".join(blocks))
+    return 0
+
+
+def cmd_spectrum(args) -> int:
+    scores = _load(args)
+    model = _fit(args, scores)
+    spec = spectrum(model.estimate_.covariance, model.items_)
+    payload = spec.to_dict()
+    payload["dataset"] = str(args.data)
+    payload["covariance"] = model.estimate_.method
+    n = len(spec.eigenvalues)
+    show = min(n, 20)
+    rows = [
+        [k + 1, float(spec.eigenvalues[k]), float(spec.residual_fraction[k]),
+         float(spec.greedy_residual[k]), spec.greedy_items[k]]
+        for k in range(show)
+    ]
+    reach = ", ".join(f"{lvl}: k={k}" for lvl, k in payload["k_for_explained"].items())
+    text = (
+        f"{n} items; explained variance reached at {reach}\n"
+        + _table(["k", "eigenvalue", "eig_tail (bound)", "greedy_residual", "greedy item"], rows)
+    )
+    if n > show:
+        text += f"\n... {n - show} more (use --json for all)"
+    _emit(args, payload, text)
+    return 0
+
+
+# ------------------------------------------------------------------- parser
+def _add_data(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", metavar="DATA",
+                   help="score matrix file (CSV/TSV/Parquet/NPZ) or a bundled dataset name")
+    g = p.add_argument_group("input format")
+    g.add_argument("--format", choices=["wide", "long", "npz", "parquet"],
+                   help="file format (default: from the extension; text files are wide)")
+    g.add_argument("--sep", help="field separator of text files (default: tab for .tsv)")
+    g.add_argument("--model-column", help="column with model names (wide: first column)")
+    g.add_argument("--item-column", help="long format: benchmark column (default: benchmark)")
+    g.add_argument("--score-column", help="long format: score column (default: score)")
+    p.add_argument("--covariance", choices=COVARIANCE_METHODS, default="auto",
+                   help="covariance estimator (default: auto = pairwise if complete, else EM)")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1); got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchsel",
+        description="Choose which benchmarks to run on a new model; predict the rest "
+        "with error bars.",
+    )
+    parser.add_argument("--version", action="version", version=f"benchsel {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("datasets", help="list the bundled leaderboards")
+    _add_output(p)
+    p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("select", help="choose the k most informative benchmarks (or models)")
+    _add_data(p)
+    p.add_argument("-k", type=_positive_int,
+                   help="how many to select (needed unless --budget or --target-residual)")
+    p.add_argument("--objective", choices=OBJECTIVES, default="mi",
+                   help="mi (default): predict the rest best; entropy: most diverse; random")
+    p.add_argument("--include", help="comma-separated names that must be selected (first)")
+    p.add_argument("--exclude", help="comma-separated names that must not be selected")
+    p.add_argument("--costs", help="per-benchmark costs: JSON {name: cost} or CSV name,cost")
+    p.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
+    p.add_argument("--target-residual", type=_fraction,
+                   help="stop once the unexplained variance fraction is at most this")
+    p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
+                   help="models: pick reference models to run a new benchmark on")
+    p.add_argument("--seed", type=int, default=0, help="seed for --objective random")
+    _add_output(p)
+    p.set_defaults(func=cmd_select)
+
+    p = sub.add_parser("predict", help="predict unobserved benchmarks of a new model")
+    _add_data(p)
+    p.add_argument("--observed", required=True,
+                   help='scores of the new model: "name=value,name=value", a JSON '
+                   "object file, or a wide CSV of one or more new models")
+    p.add_argument("--level", type=_fraction, default=0.9,
+                   help="coverage of the central interval (default 0.9)")
+    _add_output(p)
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
+    _add_data(p)
+    _add_output(p)
+    p.set_defaults(func=cmd_spectrum)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"benchsel: warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        try:
+            return args.func(args)
+        except (ValueError, FileNotFoundError, np.linalg.LinAlgError) as err:
+            print(f"benchsel: error: {err}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:
+            return 0
