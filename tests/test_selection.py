@@ -193,7 +193,7 @@ def test_include_first_and_exclude_never():
 
 def test_budget_never_exceeded_and_better_strategy_returned():
     rng = np.random.default_rng(7)
-    for trial in range(20):
+    for _ in range(20):
         n = 15
         s = random_cov(n, rng)
         costs = rng.uniform(0.5, 5.0, size=n)
