@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,17 +34,31 @@ MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none"})
 _FORMATS = ("wide", "long", "npz", "parquet")
 
 
-def _infer_format(path: Path, fmt: str | None) -> str:
-    if fmt is not None:
-        if fmt not in _FORMATS:
-            raise ValueError(f"format must be one of {', '.join(_FORMATS)}; got {fmt!r}")
+@dataclass
+class _Table:
+    """Cells of a tabular file as text, with where each row came from."""
+
+    path: Path
+    columns: list[str]
+    cells: dict[str, list]  # column -> one cell per row
+    where: list[str]  # "line 4" (text files) or "row 3" (Parquet), one per row
+
+    def column(self, name: str) -> list:
+        return self.cells[name]
+
+
+def _file_kind(path: Path, fmt: str | None) -> str:
+    """``npz``, ``parquet`` or ``text``: from ``format`` when it names one, else the extension."""
+    if fmt is not None and fmt not in _FORMATS:
+        raise ValueError(f"format must be one of {', '.join(_FORMATS)}; got {fmt!r}")
+    if fmt in ("npz", "parquet"):
         return fmt
     suffix = path.suffix.lower()
     if suffix == ".npz":
         return "npz"
     if suffix in (".parquet", ".pq"):
         return "parquet"
-    return "wide"
+    return "text"
 
 
 def _infer_sep(path: Path, sep: str | None) -> str:
@@ -69,10 +84,11 @@ def read_scores(
     path : path-like
         The file to read.
     format : {"wide", "long", "npz", "parquet"}, optional
-        Inferred from the extension when omitted: ``.npz`` -> npz,
-        ``.parquet``/``.pq`` -> parquet, anything else -> wide CSV/TSV.
-        Parquet files are read as wide tables unless ``format="long"``
-        cannot apply; pass ``format="long"`` for long CSVs.
+        ``wide`` (one row per model, one column per item) or ``long`` (one
+        row per score) for CSV/TSV and Parquet files, whose kind comes from
+        the extension (``.parquet``/``.pq`` -> Parquet, else text);
+        ``npz``/``parquet`` force the file kind. Default: from the
+        extension, wide.
     sep : str, optional
         Field separator for text files; tab for ``.tsv``/``.tab``, else comma.
     model_column : str, optional
@@ -99,45 +115,68 @@ def read_scores(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    fmt = _infer_format(path, format)
-    if fmt == "npz":
+    kind = _file_kind(path, format)
+    if kind == "npz":
         scores = _read_npz(path)
-    elif fmt == "parquet":
-        frame = _read_parquet(path)
-        if format == "long":
-            scores = _from_long_frame(frame, path, model_column or "model", item_column,
-                                      score_column, first_line=1)
-        else:
-            scores = _from_wide_frame(frame, path, model_column, first_line=1)
     else:
-        frame = _read_text_table(path, _infer_sep(path, sep))
-        if fmt == "long":
-            scores = _from_long_frame(frame, path, model_column or "model", item_column,
-                                      score_column, first_line=2)
+        if kind == "parquet":
+            table = _read_parquet(path)
         else:
-            scores = _from_wide_frame(frame, path, model_column, first_line=2)
+            table = _read_text(path, _infer_sep(path, sep))
+        if format == "long":
+            scores = _from_long(table, model_column or "model", item_column, score_column)
+        else:
+            scores = _from_wide(table, model_column)
     return scores.cleaned() if clean else scores
 
 
 # ---------------------------------------------------------------- text tables
-def _read_text_table(path: Path, sep: str):
-    import pandas as pd
+def _read_text(path: Path, sep: str) -> _Table:
+    """Parse a delimited text file with the csv module, keeping true line numbers.
 
+    Blank lines are skipped; every other line must have as many fields as
+    the header.
+    """
+    import csv
+
+    if len(sep) != 1:
+        raise ValueError(f"separator must be a single character; got {sep!r}")
     try:
-        frame = pd.read_csv(
-            path, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
-            skipinitialspace=True,
-        )
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: the file is empty; expected a header line") from None
-    except pd.errors.ParserError as err:
-        raise ValueError(f"{path}: cannot parse as a {sep!r}-separated table: {err}") from None
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh, delimiter=sep, strict=True)
+            rows = []
+            for fields in reader:
+                if not any(f.strip() for f in fields):
+                    continue
+                rows.append((reader.line_num, [f.strip() for f in fields]))
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not a UTF-8 text file ({err.reason})") from None
-    return frame
+    except csv.Error as err:
+        raise ValueError(f"{path}: cannot parse as a {sep!r}-separated table: {err}") from None
+    if not rows:
+        raise ValueError(f"{path}: the file is empty; expected a header line")
+    (_, header), body = rows[0], rows[1:]
+    for line, fields in body:
+        if len(fields) != len(header):
+            raise ValueError(
+                f"{path}: line {line} has {len(fields)} fields; the header has "
+                f"{len(header)} (expected one field per column, separator {sep!r})"
+            )
+    _check_header(path, header)
+    cells = {name: [fields[j] for _, fields in body] for j, name in enumerate(header)}
+    return _Table(path, header, cells, [f"line {line}" for line, _ in body])
 
 
-def _read_parquet(path: Path):
+def _check_header(path: Path, header: list[str]) -> None:
+    for j, name in enumerate(header):
+        if not name:
+            raise ValueError(f"{path}: column {j + 1} of the header has no name")
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise ValueError(f"{path}: duplicate column name(s) {dup}; each must appear once")
+
+
+def _read_parquet(path: Path) -> _Table:
     import pandas as pd
 
     try:
@@ -150,84 +189,52 @@ def _read_parquet(path: Path):
     frame = pd.read_parquet(path)
     if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()
-    return frame.astype(object)
+    header = [str(c) for c in frame.columns]
+    _check_header(path, header)
+    cells = {
+        name: ["" if pd.isna(v) else str(v) for v in frame.iloc[:, j].tolist()]
+        for j, name in enumerate(header)
+    }
+    return _Table(path, header, cells, [f"row {i + 1}" for i in range(len(frame))])
 
 
-def _numeric(series, path: Path, column: str, first_line: int) -> np.ndarray:
+def _numeric(table: _Table, column: str) -> np.ndarray:
     """Parse one column of cells to float; missing tokens become NaN."""
-    import pandas as pd
+    out = np.empty(len(table.where))
+    for i, text in enumerate(table.column(column)):
+        if text.lower() in MISSING_TOKENS:
+            out[i] = np.nan
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = np.nan
+        if not np.isfinite(value):
+            raise ValueError(
+                f"{table.path}: {table.where[i]}, column {column!r}: value {text!r} is not a "
+                "finite number; expected a number or an empty cell for a missing score"
+            )
+        out[i] = value
+    return out
 
-    raw = series.to_numpy(dtype=object)
-    text = np.array(["" if v is None else str(v).strip() for v in raw], dtype=object)
-    lowered = np.array([t.lower() for t in text], dtype=object)
-    missing = np.isin(lowered, list(MISSING_TOKENS)) | pd.isna(series).to_numpy()
-    values = pd.to_numeric(pd.Series(np.where(missing, "nan", text)), errors="coerce")
-    values = values.to_numpy(dtype=np.float64)
-    bad = (np.isnan(values) & ~missing) | np.isinf(values)
-    if bad.any():
-        i = int(np.argmax(bad))
-        where = "line" if first_line == 2 else "row"
-        raise ValueError(
-            f"{path}: {where} {i + first_line}, column {column!r}: value {text[i]!r} is "
-            "not a finite number; expected a number or an empty cell for a missing score"
-        )
-    return values
 
-
-def _names(series, path: Path, column: str, first_line: int, what: str) -> list[str]:
-    names = ["" if v is None else str(v).strip() for v in series.to_numpy(dtype=object)]
-    where = "line" if first_line == 2 else "row"
+def _names(table: _Table, column: str, what: str, unique: bool) -> list[str]:
+    names = table.column(column)
     for i, name in enumerate(names):
         if name == "" or name.lower() == "nan":
             raise ValueError(
-                f"{path}: {where} {i + first_line}, column {column!r}: empty {what} name"
+                f"{table.path}: {table.where[i]}, column {column!r}: empty {what} name"
             )
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            raise ValueError(
-                f"{path}: duplicate {what} name {name!r} at {where}s "
-                f"{seen[name] + first_line} and {i + first_line}; each {what} must "
-                "appear once"
-            )
-        seen[name] = i
-    return names
-
-
-def _from_wide_frame(frame, path: Path, model_column: str | None, first_line: int) -> ScoreMatrix:
-    columns = [str(c) for c in frame.columns]
-    if not columns:
-        raise ValueError(f"{path}: no columns; expected a model column and score columns")
-    if model_column is None:
-        model_column = columns[0]
-    elif model_column not in columns:
-        raise ValueError(
-            f"{path}: no column named {model_column!r}; columns are {columns}"
-        )
-    dup = sorted({c for c in columns if columns.count(c) > 1})
-    if dup:
-        raise ValueError(f"{path}: duplicate benchmark column name(s) {dup}; each must appear once")
-    items = [c for c in columns if c != model_column]
-    if not items:
-        raise ValueError(
-            f"{path}: no score columns; expected the model column {model_column!r} "
-            "followed by one numeric column per benchmark"
-        )
-    frame.columns = columns
-    models = _names(frame[model_column], path, model_column, first_line, "model")
-    text_columns = []
-    for c in items:
-        cells = [str(v).strip() for v in frame[c].to_numpy(dtype=object)]
-        if cells and not any(_looks_numeric(t) for t in cells):
-            if any(t.lower() not in MISSING_TOKENS for t in cells):
-                text_columns.append(c)
-    if len(text_columns) == len(items):
-        raise ValueError(
-            f"{path}: no numeric columns; every column besides {model_column!r} holds "
-            f"text (e.g. {text_columns[:3]}); expected one numeric column per benchmark"
-        )
-    values = np.column_stack([_numeric(frame[c], path, c, first_line) for c in items])
-    return ScoreMatrix(values.reshape(len(models), len(items)), models, items, source=str(path))
+    if unique:
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                raise ValueError(
+                    f"{table.path}: duplicate {what} name {name!r} at {table.where[seen[name]]} "
+                    f"and {table.where[i]}; each {what} must appear once"
+                )
+            seen[name] = i
+    return list(names)
 
 
 def _looks_numeric(text: str) -> bool:
@@ -238,41 +245,62 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
-def _from_long_frame(
-    frame, path: Path, model_column: str, item_column: str, score_column: str, first_line: int
+def _from_wide(table: _Table, model_column: str | None) -> ScoreMatrix:
+    path, columns = table.path, table.columns
+    if model_column is None:
+        model_column = columns[0]
+    elif model_column not in columns:
+        raise ValueError(f"{path}: no column named {model_column!r}; columns are {columns}")
+    items = [c for c in columns if c != model_column]
+    if not items:
+        raise ValueError(
+            f"{path}: no score columns; expected the model column {model_column!r} "
+            "followed by one numeric column per benchmark"
+        )
+    models = _names(table, model_column, "model", unique=True)
+
+    def is_text(c: str) -> bool:
+        cells = [t for t in table.column(c) if t.lower() not in MISSING_TOKENS]
+        return bool(cells) and not any(_looks_numeric(t) for t in cells)
+
+    if all(is_text(c) for c in items):
+        raise ValueError(
+            f"{path}: no numeric columns; every column besides {model_column!r} holds "
+            f"text (e.g. {items[:3]}); expected one numeric column per benchmark"
+        )
+    values = np.column_stack([_numeric(table, c) for c in items])
+    return ScoreMatrix(values.reshape(len(models), len(items)), models, items, source=str(path))
+
+
+def _from_long(
+    table: _Table, model_column: str, item_column: str, score_column: str
 ) -> ScoreMatrix:
-    columns = [str(c) for c in frame.columns]
-    frame.columns = columns
+    path = table.path
     for role, name in (("model", model_column), ("item", item_column), ("score", score_column)):
-        if name not in columns:
+        if name not in table.columns:
             raise ValueError(
-                f"{path}: no {role} column named {name!r}; columns are {columns} "
+                f"{path}: no {role} column named {name!r}; columns are {table.columns} "
                 f"(set it with the {role}_column option)"
             )
-    where = "line" if first_line == 2 else "row"
-    models = [str(v).strip() for v in frame[model_column].to_numpy(dtype=object)]
-    items = [str(v).strip() for v in frame[item_column].to_numpy(dtype=object)]
-    for col, names in ((model_column, models), (item_column, items)):
-        for i, name in enumerate(names):
-            if name == "" or name.lower() == "nan":
-                raise ValueError(f"{path}: {where} {i + first_line}, column {col!r}: empty name")
-    scores = _numeric(frame[score_column], path, score_column, first_line)
+    models = _names(table, model_column, "model", unique=False)
+    items = _names(table, item_column, "item", unique=False)
+    scores = _numeric(table, score_column)
+    if not models:
+        raise ValueError(f"{path}: no rows; expected one row per (model, benchmark) score")
     model_names = list(dict.fromkeys(models))
     item_names = list(dict.fromkeys(items))
-    if len(model_names) == 0:
-        raise ValueError(f"{path}: no rows; expected one row per (model, benchmark) score")
     row = {m: i for i, m in enumerate(model_names)}
     col = {b: j for j, b in enumerate(item_names)}
     values = np.full((len(model_names), len(item_names)), np.nan)
     first_seen: dict[tuple[int, int], int] = {}
-    for line, (m, b, s) in enumerate(zip(models, items, scores)):
+    for i, (m, b, s) in enumerate(zip(models, items, scores)):
         key = (row[m], col[b])
         if key in first_seen:
             raise ValueError(
-                f"{path}: model {m!r} has two scores for {b!r}, at {where}s "
-                f"{first_seen[key] + first_line} and {line + first_line}; expected one"
+                f"{path}: model {m!r} has two scores for {b!r}, at "
+                f"{table.where[first_seen[key]]} and {table.where[i]}; expected one"
             )
-        first_seen[key] = line
+        first_seen[key] = i
         values[key] = s
     return ScoreMatrix(values, model_names, item_names, source=str(path))
 
@@ -337,8 +365,9 @@ def _labels(array, count: int, what: str, path: Path) -> list[str]:
 def read_costs(path: str | os.PathLike) -> dict[str, float]:
     """Per-item costs from a JSON object ``{name: cost}`` or a two-column CSV.
 
-    The CSV may have a header (``benchmark,cost``); each cost must be a
-    positive number.
+    The CSV may start with a header whose second field is ``cost`` (e.g.
+    ``benchmark,cost``); every other line is ``name,cost`` with a positive
+    number.
     """
     path = Path(path)
     if not path.is_file():
@@ -356,8 +385,8 @@ def read_costs(path: str | os.PathLike) -> dict[str, float]:
 
         with path.open(newline="") as fh:
             rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-        if rows and not _looks_numeric(rows[0][-1].strip()):
-            rows = [None] + rows[1:]  # header line
+        if rows and rows[0][-1].strip().lower() == "cost":
+            rows = [None] + rows[1:]  # header line: "<name>,cost"
         pairs = []
         for line, r in enumerate(rows, start=1):
             if r is None:
@@ -453,6 +482,15 @@ def write_text_atomic(
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        # mkstemp creates 0600; give the file the mode a plain open() would
+        # (or keep the mode of the file it replaces).
+        if path.exists():
+            mode = path.stat().st_mode & 0o777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -36,7 +36,7 @@ def _duplicates(names: Sequence[str]) -> list[str]:
 
 def _short_list(names: Iterable[str], limit: int = 10) -> str:
     names = list(names)
-    shown = ", ".join(repr(n) for n in names[:limit])
+    shown = ", ".join(repr(str(n)) for n in names[:limit])
     if len(names) > limit:
         shown += f", ... ({len(names) - limit} more)"
     return shown
