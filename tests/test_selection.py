@@ -280,3 +280,38 @@ def test_bad_covariance_rejected():
         greedy_mi(np.array([[1.0, 0.5], [0.0, 1.0]]), 1)
     with pytest.raises(ValueError, match="NaN"):
         greedy_mi(np.array([[1.0, np.nan], [np.nan, 1.0]]), 1)
+
+
+def test_mi_gains_on_rank_deficient_covariance_against_pseudo_inverse():
+    """Rank-deficient Sigma: where the brute-force conditional variances (pseudo-inverse) are
+    positive the gains match eq. 9 exactly; where an item is an exact linear function of the
+    rest (brute-force gain +inf) the gain is finite but dominates every regular one."""
+    rng = np.random.default_rng(21)
+    f = rng.normal(size=(8, 3))
+    full = random_cov(8, rng)
+    s = np.zeros((16, 16))
+    s[:8, :8] = f @ f.T  # rank 3
+    s[8:, 8:] = full
+
+    def pinv_cond_var(v, cond):
+        cond = list(cond)
+        if not cond:
+            return s[v, v]
+        sub = s[np.ix_(cond, cond)]
+        return s[v, v] - s[v, cond] @ np.linalg.pinv(sub, rcond=1e-12) @ s[cond, v]
+
+    res = greedy_mi(s, 10)
+    assert np.all(np.isfinite(res.gains))
+    chosen = []
+    scale = np.trace(s) / 16
+    for j, gain in zip(res.indices, res.gains):
+        d = pinv_cond_var(j, chosen)
+        rest = [u for u in range(16) if u not in chosen and u != j]
+        c = pinv_cond_var(j, rest)
+        if d > 1e-6 * scale and c > 1e-6 * scale:
+            assert gain == pytest.approx(0.5 * (np.log(d) - np.log(c)), rel=1e-8)
+        elif d > 1e-6 * scale:
+            assert gain > 5.0  # +inf by brute force
+        chosen.append(int(j))
+    # The exactly dependent block is exhausted first (infinite gains), up to its rank.
+    assert set(res.indices[:3].tolist()) <= set(range(8))

@@ -287,7 +287,7 @@ def _e_step(z_filled, patterns, mu, sigma, ridge):
 def em_covariance(
     z,
     *,
-    max_iter: int = 1000,
+    max_iter: int = 300,
     tol: float = 1e-5,
     floor: float = 1e-3,
     shrinkage: float | str = "auto",
@@ -298,8 +298,9 @@ def em_covariance(
     ----------
     z : array-like of shape (M, N)
         Standardized scores; NaN marks a missing cell.
-    max_iter : int, default 1000
-        Iteration cap; reaching it without converging warns with
+    max_iter : int, default 300
+        Iteration cap (the paper reports about 300 iterations on MTEB and
+        274 on MERGED); reaching it without converging warns with
         :class:`ConvergenceWarning`.
     tol : float, default 1e-5
         Converged when the relative Frobenius change of the covariance,
