@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchsel import greedy_entropy, greedy_mi, random_selection
 from benchsel.selection.greedy import run_greedy
@@ -315,3 +317,25 @@ def test_mi_gains_on_rank_deficient_covariance_against_pseudo_inverse():
         chosen.append(int(j))
     # The exactly dependent block is exhausted first (infinite gains), up to its rank.
     assert set(res.indices[:3].tolist()) <= set(range(8))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(min_value=2, max_value=9),
+    seed=st.integers(min_value=0, max_value=10**6),
+    k=st.integers(min_value=1, max_value=9),
+)
+def test_property_greedy_matches_brute_force(n, seed, k):
+    """For random SPD matrices: MI gains = eq. 9, entropy residual = Schur trace, both
+    downdate and fresh MI agree."""
+    rng = np.random.default_rng(seed)
+    k = min(k, n)
+    s = random_cov(n, rng, m=n + 3)
+    mi = greedy_mi(s, k)
+    np.testing.assert_allclose(mi.gains, brute_mi_gains(s, mi.indices), rtol=1e-7, atol=1e-10)
+    np.testing.assert_array_equal(mi.indices, greedy_mi(s, k, mi_method="fresh").indices)
+    ent = greedy_entropy(s, k)
+    a = list(ent.indices)
+    rest = [v for v in range(n) if v not in a]
+    schur = sum(cond_var(s, v, a) for v in rest)
+    assert ent.residual_variance[-1] * np.trace(s) == pytest.approx(schur, rel=1e-7, abs=1e-10)

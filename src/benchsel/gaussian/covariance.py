@@ -334,7 +334,7 @@ def em_covariance(
     trace: list[float] = []
     converged = False
     n_iter = 0
-    change = np.inf
+    change = ll_change = np.inf
     with threadpool_limits(1, user_api="blas"):
         # The blocks are small: threading costs more than it saves, and
         # numpy's and scipy's BLAS pools would fight over two cores.
@@ -357,8 +357,9 @@ def em_covariance(
                 break
     if not converged:
         warnings.warn(
-            f"EM did not converge in {max_iter} iterations (last relative change "
-            f"{change:.2e} > tol {tol:g}); the estimate may be imprecise",
+            f"EM did not converge in {max_iter} iterations (last relative change of the "
+            f"covariance {change:.2e}, of the log-likelihood {ll_change:.2e}; tol {tol:g}); "
+            "the estimate may be imprecise",
             ConvergenceWarning,
             stacklevel=2,
         )
