@@ -162,6 +162,7 @@ class _Pattern:
     via_missing: bool  # solve through K_mm instead of S_oo
     flat: np.ndarray  # flat indices of the factorized block (o,o) or (m,m), N x N
     cells: np.ndarray  # flat indices of the (rows, o) cells in the M x N matrix
+    missing_cells: np.ndarray  # flat indices of the (rows, m) cells in the M x N matrix
     cross: np.ndarray  # flat indices of the (m, o) block, N x N (via_missing only)
     oo: np.ndarray  # flat indices of the (o, o) block, N x N (via_missing only)
 
@@ -189,6 +190,7 @@ def _patterns(z: np.ndarray, obs: np.ndarray) -> list[_Pattern]:
                 via_missing=via_missing,
                 flat=block(m, m) if via_missing else block(o, o),
                 cells=block(rows, o),
+                missing_cells=block(rows, m),
                 cross=block(m, o) if via_missing else np.zeros(0, dtype=np.intp),
                 oo=block(o, o) if via_missing else np.zeros(0, dtype=np.intp),
             )
@@ -254,7 +256,7 @@ def _e_step(z_filled, patterns, mu, sigma, ridge):
             inv_mm, logdet_mm = _inverse_spd(flat_k[p.flat].reshape(mm, mm), ridge)
             t = resid @ flat_k[p.cross].reshape(mm, p.o.size).T
             shift = t @ inv_mm
-            completed[np.ix_(p.rows, p.m)] = mu[p.m] - shift
+            completed.ravel()[p.missing_cells] = (mu[p.m] - shift).ravel()
             k_oo = flat_k[p.oo].reshape(p.o.size, p.o.size)
             quad = float(np.vdot(resid @ k_oo, resid) - np.vdot(shift, t))
             logdet = logdet_sigma + logdet_mm
