@@ -362,6 +362,16 @@ def _labels(array, count: int, what: str, path: Path) -> list[str]:
 
 
 # ------------------------------------------------------------- small inputs
+def _json_object(path: Path, mapping: str) -> dict:
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: invalid JSON ({err})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: expected a JSON object mapping {mapping}")
+    return raw
+
+
 def read_costs(path: str | os.PathLike) -> dict[str, float]:
     """Per-item costs from a JSON object ``{name: cost}`` or a two-column CSV.
 
@@ -373,27 +383,24 @@ def read_costs(path: str | os.PathLike) -> dict[str, float]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such costs file")
     if path.suffix.lower() == ".json":
-        try:
-            raw = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: invalid JSON ({err})") from None
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: expected a JSON object mapping names to costs")
+        raw = _json_object(path, "names to costs")
         pairs = [(str(k), v, f"key {k!r}") for k, v in raw.items()]
     else:
         import csv
 
-        with path.open(newline="") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-        if rows and rows[0][-1].strip().lower() == "cost":
-            rows = [None] + rows[1:]  # header line: "<name>,cost"
         pairs = []
-        for line, r in enumerate(rows, start=1):
-            if r is None:
-                continue
-            if len(r) != 2:
-                raise ValueError(f"{path}: line {line}: expected 'name,cost'; got {r}")
-            pairs.append((r[0].strip(), r[1].strip(), f"line {line}"))
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            for r in reader:
+                if not any(c.strip() for c in r):
+                    continue
+                if not pairs and r[-1].strip().lower() == "cost":
+                    continue  # header line: "<name>,cost"
+                if len(r) != 2:
+                    raise ValueError(
+                        f"{path}: line {reader.line_num}: expected 'name,cost'; got {r}"
+                    )
+                pairs.append((r[0].strip(), r[1].strip(), f"line {reader.line_num}"))
     costs: dict[str, float] = {}
     for name, value, where in pairs:
         try:
@@ -420,13 +427,7 @@ def parse_observed(spec: str) -> ScoreMatrix | dict[str, float]:
     path = Path(spec)
     if path.is_file():
         if path.suffix.lower() == ".json":
-            try:
-                raw = json.loads(path.read_text())
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: invalid JSON ({err})") from None
-            if not isinstance(raw, dict):
-                raise ValueError(f"{path}: expected a JSON object mapping benchmarks to scores")
-            return _as_scores(raw.items(), str(path))
+            return _as_scores(_json_object(path, "benchmarks to scores").items(), str(path))
         return read_scores(path, clean=False)
     if "=" not in spec:
         raise ValueError(
