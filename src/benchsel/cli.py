@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .datasets import list_datasets, load_dataset, resolve_data
-from .evaluation import spectrum
+from .evaluation import cross_validate, spectrum
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
 from .selection import OBJECTIVES
@@ -170,6 +170,36 @@ def cmd_spectrum(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    scores = _load(args)
+    objectives = tuple(_names(args.objectives))
+    result = cross_validate(
+        scores,
+        objectives=objectives,
+        k_max=args.k_max,
+        folds=args.folds,
+        holdout=args.holdout,
+        covariance=args.covariance,
+        seed=args.seed,
+        n_jobs=args.jobs,
+    )
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [
+        [r.objective, r.k, r.r2_mean, r.r2_std, r.residual_variance, r.interval_coverage,
+         r.stability]
+        for r in result.rows
+    ]
+    text = (
+        f"{args.protocol}: {result.folds} folds, holdout {result.holdout:g}, "
+        f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s\n"
+        + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
+                  "stability"], rows)
+    )
+    _emit(args, payload, text)
+    return 0
+
+
 # ------------------------------------------------------------------- parser
 def _add_data(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA",
@@ -244,6 +274,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coverage of the central interval (default 0.9)")
     _add_output(p)
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "evaluate", help="cross-validate selection + prediction on held-out models"
+    )
+    _add_data(p)
+    p.add_argument("--protocol", choices=["cv"], default="cv",
+                   help="cv: K folds over models (Smola 2026, Sec. 5.1)")
+    p.add_argument("--folds", type=_positive_int, default=10, help="number of folds (default 10)")
+    p.add_argument("--holdout", type=_fraction, default=0.1,
+                   help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")
+    p.add_argument("--k-max", type=_positive_int, default=15,
+                   help="evaluate subsets of size 1..K (default 15)")
+    p.add_argument("--objectives", default="mi,entropy,random",
+                   help="comma-separated objectives (default mi,entropy,random)")
+    p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
+    p.add_argument("--jobs", type=int, default=1, help="folds in parallel (joblib; -1 = all cores)")
+    _add_output(p)
+    p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p)

@@ -1,5 +1,27 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
+from .cv import CVResult, CVRow, cross_validate
+from .metrics import (
+    gaussian_entropy,
+    gaussian_mutual_information,
+    interval_coverage,
+    nogueira_stability,
+    r2_against_zero,
+)
 from .spectrum import Spectrum, spectrum
+from .splits import Fold, kfold_with_holdout
 
-__all__ = ["Spectrum", "spectrum"]
+__all__ = [
+    "CVResult",
+    "CVRow",
+    "Fold",
+    "Spectrum",
+    "cross_validate",
+    "gaussian_entropy",
+    "gaussian_mutual_information",
+    "interval_coverage",
+    "kfold_with_holdout",
+    "nogueira_stability",
+    "r2_against_zero",
+    "spectrum",
+]

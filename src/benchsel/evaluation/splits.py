@@ -1,0 +1,59 @@
+"""Splits of models into training and validation sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Fold", "kfold_with_holdout"]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One cross-validation fold: disjoint training and validation model indices."""
+
+    index: int
+    train: np.ndarray
+    validation: np.ndarray
+
+
+def kfold_with_holdout(
+    n_models: int, n_folds: int = 10, holdout: float = 0.1, seed=None
+) -> list[Fold]:
+    """K folds over models with a training subsample (Smola 2026, Sec. 5.1).
+
+    The models are permuted and split into ``n_folds`` folds whose sizes
+    differ by at most one. Each fold is the validation set once; from the
+    other folds (the pool) a second permutation draws ``floor((1 - holdout) M)``
+    training models (the whole pool when it is smaller).
+
+    Parameters
+    ----------
+    n_models : int
+        ``M``, at least ``n_folds``.
+    n_folds : int, default 10
+    holdout : float in (0, 1), default 0.1
+        ``p``: at 0.1 the training set is the whole pool; at 0.9 it holds
+        about ``M / 10`` models.
+    seed : int or numpy Generator, optional
+
+    Returns
+    -------
+    list of Fold
+    """
+    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
+        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    if n_models < n_folds:
+        raise ValueError(f"cannot make {n_folds} folds from {n_models} models")
+    if not 0 < holdout < 1:
+        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    rng = np.random.default_rng(seed)
+    parts = np.array_split(rng.permutation(n_models), n_folds)
+    n_train = int(np.floor((1 - holdout) * n_models))
+    folds = []
+    for f, validation in enumerate(parts):
+        pool = np.concatenate([p for g, p in enumerate(parts) if g != f])
+        train = rng.permutation(pool)[: min(n_train, pool.size)]
+        folds.append(Fold(f, np.sort(train), np.sort(validation)))
+    return folds

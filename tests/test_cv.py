@@ -1,0 +1,174 @@
+"""Cross-validation bookkeeping: folds, leakage, metrics against hand-computed values."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchsel import ScoreMatrix, load_dataset
+from benchsel.cli import main
+from benchsel.evaluation import (
+    cross_validate,
+    gaussian_entropy,
+    gaussian_mutual_information,
+    interval_coverage,
+    kfold_with_holdout,
+    nogueira_stability,
+    r2_against_zero,
+)
+
+
+def low_rank_scores(m, n, rng, missing=0.0, noise=0.3):
+    f = rng.normal(size=(m, 2)) @ rng.normal(size=(2, n)) + noise * rng.normal(size=(m, n))
+    x = 50 + 10 * f
+    if missing:
+        x[rng.random(x.shape) < missing] = np.nan
+    return ScoreMatrix(x, [f"m{i}" for i in range(m)], [f"b{j}" for j in range(n)], source="syn")
+
+
+@pytest.mark.parametrize("m, folds", [(100, 10), (103, 10), (27, 4)])
+@pytest.mark.parametrize("holdout", [0.1, 0.2, 0.5, 0.9])
+def test_folds_are_balanced_disjoint_and_sized(m, folds, holdout):
+    splits = kfold_with_holdout(m, folds, holdout, seed=1)
+    sizes = [f.validation.size for f in splits]
+    assert max(sizes) - min(sizes) <= 1
+    allval = np.concatenate([f.validation for f in splits])
+    assert sorted(allval.tolist()) == list(range(m))  # each model validated exactly once
+    for f in splits:
+        assert not set(f.train.tolist()) & set(f.validation.tolist())
+        pool = m - f.validation.size
+        assert f.train.size == min(int(np.floor((1 - holdout) * m)), pool)
+        assert len(set(f.train.tolist())) == f.train.size
+
+
+def test_folds_are_reproducible_and_seed_dependent():
+    a = kfold_with_holdout(50, 5, 0.5, seed=3)
+    b = kfold_with_holdout(50, 5, 0.5, seed=3)
+    c = kfold_with_holdout(50, 5, 0.5, seed=4)
+    assert all(np.array_equal(x.train, y.train) for x, y in zip(a, b))
+    assert not all(np.array_equal(x.validation, y.validation) for x, y in zip(a, c))
+
+
+def test_fold_argument_errors():
+    with pytest.raises(ValueError, match="cannot make 10 folds from 5 models"):
+        kfold_with_holdout(5, 10)
+    with pytest.raises(ValueError, match=r"holdout must be in \(0, 1\)"):
+        kfold_with_holdout(50, 5, 1.0)
+
+
+def test_r2_against_zero_by_hand():
+    y = np.array([1.0, -2.0, 3.0])
+    pred = np.array([0.5, -1.0, 2.0])
+    # SSE = 0.25 + 1 + 1 = 2.25; sum y^2 = 14
+    assert r2_against_zero(y, pred) == pytest.approx(1 - 2.25 / 14)
+    assert r2_against_zero(y, np.zeros(3)) == 0.0
+    with pytest.raises(ValueError, match="undefined"):
+        r2_against_zero(np.zeros(0), np.zeros(0))
+
+
+def test_interval_coverage_by_hand():
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    # 90% half-width of std 1 is 1.645: covers |y - 0| <= 1.645 -> 0, 1
+    assert interval_coverage(y, np.zeros(4), np.ones(4), 0.9) == 0.5
+
+
+def test_nogueira_stability_by_hand():
+    assert nogueira_stability([[0, 1], [0, 1], [1, 0]], 5) == pytest.approx(1.0)
+    # Two disjoint sets of size 1 out of 2 items: p = (0.5, 0.5), s^2 = 2 * 0.25 = 0.5,
+    # kbar/d = 0.5 -> expected 0.25 -> Phi = 1 - 0.5 / 0.25 = -1.
+    assert nogueira_stability([[0], [1]], 2) == pytest.approx(-1.0)
+    rng = np.random.default_rng(0)
+    random_sets = [rng.choice(100, 10, replace=False) for _ in range(200)]
+    assert abs(nogueira_stability(random_sets, 100)) < 0.05
+
+
+def test_gaussian_entropy_and_mi_by_formula():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(6, 6))
+    s = a @ a.T + np.eye(6)
+    sel = [4, 1]
+    sub = s[np.ix_(sel, sel)]
+    assert gaussian_entropy(s, sel) == pytest.approx(
+        0.5 * np.log(np.linalg.det(2 * np.pi * np.e * sub))
+    )
+    rest = [0, 2, 3, 5]
+    want = 0.5 * np.log(
+        np.linalg.det(sub) * np.linalg.det(s[np.ix_(rest, rest)]) / np.linalg.det(s)
+    )
+    assert gaussian_mutual_information(s, sel) == pytest.approx(want)
+
+
+def test_no_leakage_selection_depends_only_on_training_models():
+    """Changing the validation models' scores of a fold leaves that fold's selection unchanged
+    (covariance and standardization come from the training models only), but changes R^2."""
+    rng = np.random.default_rng(2)
+    scores = low_rank_scores(60, 12, rng, missing=0.2)
+    base = cross_validate(scores, objectives=("mi",), k_max=4, folds=5, seed=7)
+    fold0 = kfold_with_holdout(60, 5, 0.1, seed=7)[0]
+    changed = scores.values.copy()
+    changed[fold0.validation] += rng.normal(0, 30, size=changed[fold0.validation].shape)
+    other = cross_validate(
+        ScoreMatrix(changed, scores.models, scores.items), objectives=("mi",), k_max=4,
+        folds=5, seed=7,
+    )
+    assert base.orders["mi"][0] == other.orders["mi"][0]
+    assert base.r2["mi"][0, 3] != pytest.approx(other.r2["mi"][0, 3])
+
+
+def test_cv_r2_matches_a_hand_computed_fold():
+    """Fold 0's R^2 at k=2 recomputed from scratch: training-only standardization,
+    EM-free pairwise covariance on complete data, ridge 1e-2 solve, clipping."""
+    rng = np.random.default_rng(3)
+    scores = low_rank_scores(40, 6, rng)
+    res = cross_validate(scores, objectives=("entropy",), k_max=2, folds=4, seed=5)
+    fold = kfold_with_holdout(40, 4, 0.1, seed=5)[0]
+    x = scores.values
+    mu = x[fold.train].mean(axis=0)
+    sd = x[fold.train].std(axis=0, ddof=1)
+    zt = (x[fold.train] - mu) / sd
+    zv = np.clip((x[fold.validation] - mu) / sd, -10, 10)
+    sigma = np.cov(zt, rowvar=False)
+    w, v = np.linalg.eigh(sigma)
+    sigma = (v * np.maximum(w, 1e-3)) @ v.T
+    sel = [scores.items.index(name) for name in res.orders["entropy"][0][:2]]
+    rest = [j for j in range(6) if j not in sel]
+    reg = np.linalg.solve(sigma[np.ix_(sel, sel)] + 1e-2 * np.eye(2), sigma[np.ix_(sel, rest)])
+    pred = zv[:, sel] @ reg  # training mean is 0 after standardization
+    y = zv[:, rest]
+    assert res.r2["entropy"][0, 1] == pytest.approx(1 - np.sum((y - pred) ** 2) / np.sum(y**2))
+
+
+def test_cv_on_low_rank_data_is_accurate_and_calibrated():
+    rng = np.random.default_rng(4)
+    scores = low_rank_scores(300, 15, rng, missing=0.1, noise=0.2)
+    res = cross_validate(scores, k_max=5, folds=5)
+    for obj in ("mi", "entropy", "random"):
+        row = res.row(obj, 5)
+        assert row.r2_mean > 0.85
+        assert 0.85 <= row.interval_coverage <= 0.95
+    assert res.row("mi", 5).stability > res.row("random", 5).stability
+    # residual variance falls with k
+    rv = [res.row("mi", k).residual_variance for k in range(1, 6)]
+    assert all(a > b for a, b in zip(rv, rv[1:]))
+
+
+def test_parallel_folds_give_identical_results():
+    scores = load_dataset("helm_lite")
+    serial = cross_validate(scores, k_max=3, folds=5, n_jobs=1)
+    parallel = cross_validate(scores, k_max=3, folds=5, n_jobs=2)
+    for obj in ("mi", "entropy", "random"):
+        np.testing.assert_allclose(serial.r2[obj], parallel.r2[obj], rtol=1e-12)
+        assert serial.orders[obj] == parallel.orders[obj]
+
+
+def test_cli_evaluate_json_schema(capsys):
+    code = main(["evaluate", "helm_lite", "--folds", "5", "--k-max", "3", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "cv" and out["folds"] == 5 and out["holdout"] == 0.1
+    assert out["seconds"] > 0
+    keys = {"objective", "k", "r2_mean", "r2_std", "residual_variance", "interval_coverage"}
+    assert len(out["results"]) == 9
+    for row in out["results"]:
+        assert keys <= set(row)
+        assert np.isfinite(row["r2_mean"])
