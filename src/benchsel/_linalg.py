@@ -1,8 +1,9 @@
 """Small dense linear-algebra helpers shared by estimation, selection and prediction.
 
-Rules (DESIGN.md): solve, don't invert; Cholesky first, with a stated jitter
-and an eigendecomposition fallback for near-singular blocks; symmetrize after
-updates; clamp variances at a floor.
+Rules: solve rather than invert, except where the inverse itself is the
+quantity needed (precision diagonals for mutual information); Cholesky first,
+with a stated jitter and an eigendecomposition fallback for near-singular
+blocks; symmetrize after updates; clamp variances at a floor.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .datasets import list_datasets, load_dataset, resolve_data
+from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .evaluation import cross_validate, spectrum
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
@@ -49,7 +49,12 @@ def _emit(args, payload: dict, text: str) -> None:
 
 
 def _inputs(args) -> list:
-    return [getattr(args, name, None) for name in ("data", "observed", "costs")]
+    """Files the command reads, which ``--output`` must never overwrite."""
+    paths = [getattr(args, name, None) for name in ("data", "observed", "costs")]
+    data = getattr(args, "data", None)
+    if data is not None and bundled_path(data) is not None:
+        paths.append(bundled_path(data))
+    return paths
 
 
 def _read_options(args) -> dict:
@@ -312,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return args.func(args)
-        except (ValueError, FileNotFoundError, np.linalg.LinAlgError) as err:
+        except (ValueError, OSError, np.linalg.LinAlgError) as err:
             print(f"benchsel: error: {err}", file=sys.stderr)
             return 1
         except BrokenPipeError:

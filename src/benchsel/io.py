@@ -131,12 +131,8 @@ def read_scores(
 
 
 # ---------------------------------------------------------------- text tables
-def _read_text(path: Path, sep: str) -> _Table:
-    """Parse a delimited text file with the csv module, keeping true line numbers.
-
-    Blank lines are skipped; every other line must have as many fields as
-    the header.
-    """
+def _csv_lines(path: Path, sep: str = ",") -> list[tuple[int, list[str]]]:
+    """Non-blank records of a delimited UTF-8 file as ``(line number, stripped fields)``."""
     import csv
 
     if len(sep) != 1:
@@ -144,15 +140,24 @@ def _read_text(path: Path, sep: str) -> _Table:
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh, delimiter=sep, strict=True)
-            rows = []
-            for fields in reader:
-                if not any(f.strip() for f in fields):
-                    continue
-                rows.append((reader.line_num, [f.strip() for f in fields]))
+            return [
+                (reader.line_num, [f.strip() for f in fields])
+                for fields in reader
+                if any(f.strip() for f in fields)
+            ]
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not a UTF-8 text file ({err.reason})") from None
     except csv.Error as err:
         raise ValueError(f"{path}: cannot parse as a {sep!r}-separated table: {err}") from None
+
+
+def _read_text(path: Path, sep: str) -> _Table:
+    """Parse a delimited text file, keeping true line numbers.
+
+    Blank lines are skipped; every other line must have as many fields as
+    the header.
+    """
+    rows = _csv_lines(path, sep)
     if not rows:
         raise ValueError(f"{path}: the file is empty; expected a header line")
     (_, header), body = rows[0], rows[1:]
@@ -187,8 +192,12 @@ def _read_parquet(path: Path) -> _Table:
             "'pip install benchsel[parquet]'"
         ) from None
     frame = pd.read_parquet(path)
-    if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
-        frame = frame.reset_index()
+    # A named index, or one of labels, holds the model names; an unnamed
+    # integer index is only pandas' row numbering and is dropped.
+    index_is_labels = frame.index.name is not None or not pd.api.types.is_integer_dtype(
+        frame.index.dtype
+    )
+    frame = frame.reset_index(drop=not index_is_labels)
     header = [str(c) for c in frame.columns]
     _check_header(path, header)
     cells = {
@@ -307,10 +316,14 @@ def _from_long(
 
 # ----------------------------------------------------------------------- NPZ
 def _read_npz(path: Path) -> ScoreMatrix:
+    import zipfile
+
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
+    except (ValueError, OSError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not a readable NPZ archive ({err})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: holds a single .npy array, not an NPZ archive of named arrays")
     with archive:
         keys = set(archive.files)
 
@@ -355,7 +368,9 @@ def _read_npz(path: Path) -> ScoreMatrix:
 def _labels(array, count: int, what: str, path: Path) -> list[str]:
     if array is None or array.size == 0:
         return [f"{what}_{i}" for i in range(count)]
-    labels = [str(x) for x in np.asarray(array).reshape(-1)]
+    labels = [
+        x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(array).reshape(-1)
+    ]
     if len(labels) != count:
         raise ValueError(f"{path}: {len(labels)} {what} names for {count} {what}s")
     return labels
@@ -386,21 +401,13 @@ def read_costs(path: str | os.PathLike) -> dict[str, float]:
         raw = _json_object(path, "names to costs")
         pairs = [(str(k), v, f"key {k!r}") for k, v in raw.items()]
     else:
-        import csv
-
         pairs = []
-        with path.open(newline="") as fh:
-            reader = csv.reader(fh)
-            for r in reader:
-                if not any(c.strip() for c in r):
-                    continue
-                if not pairs and r[-1].strip().lower() == "cost":
-                    continue  # header line: "<name>,cost"
-                if len(r) != 2:
-                    raise ValueError(
-                        f"{path}: line {reader.line_num}: expected 'name,cost'; got {r}"
-                    )
-                pairs.append((r[0].strip(), r[1].strip(), f"line {reader.line_num}"))
+        for line, r in _csv_lines(path):
+            if not pairs and r[-1].lower() == "cost":
+                continue  # header line: "<name>,cost"
+            if len(r) != 2:
+                raise ValueError(f"{path}: line {line}: expected 'name,cost'; got {r}")
+            pairs.append((r[0], r[1], f"line {line}"))
     costs: dict[str, float] = {}
     for name, value, where in pairs:
         try:

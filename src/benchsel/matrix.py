@@ -305,11 +305,15 @@ class Standardizer:
         filled = np.where(obs, values, 0.0)
         mean = filled.sum(axis=0) / np.maximum(count, 1)
         resid = np.where(obs, values - mean, 0.0)
-        var = (resid**2).sum(axis=0) / np.maximum(count - 1, 1)
+        # Scale by the largest residual before squaring so that huge scores
+        # cannot overflow to an infinite spread.
+        big = np.abs(resid).max(axis=0, initial=0.0)
+        unit = np.where(big > 0, big, 1.0)
+        spread = unit * np.sqrt(((resid / unit) ** 2).sum(axis=0) / np.maximum(count - 1, 1))
         # A spread below 1e-12 of the column's magnitude is rounding, not signal.
         tiny = 1e-12 * np.maximum(np.abs(mean), 1.0)
-        constant = (count < 2) | (np.sqrt(var) <= tiny)
-        scale = np.where(constant, 1.0, np.sqrt(var))
+        constant = (count < 2) | (spread <= tiny)
+        scale = np.where(constant, 1.0, spread)
         return cls(mean=mean, scale=scale, constant=constant)
 
     def transform(self, values: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..io import read_scores
 from ..matrix import ScoreMatrix
 
-__all__ = ["DatasetInfo", "load_dataset", "list_datasets", "resolve_data"]
+__all__ = ["DatasetInfo", "bundled_path", "load_dataset", "list_datasets", "resolve_data"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,12 @@ def load_dataset(name: str) -> ScoreMatrix:
         keep = [j for j, item in enumerate(scores.items) if item not in info.auxiliary]
         scores = scores.subset(items=keep)
     return scores._replace(source=name)
+
+
+def bundled_path(name: str | os.PathLike) -> Path | None:
+    """The file behind a bundled dataset name (None for anything else)."""
+    info = _DATASETS.get(str(name))
+    return None if info is None or Path(name).exists() else _path(info)
 
 
 def resolve_data(spec: str | os.PathLike, **read_options) -> ScoreMatrix:

@@ -56,7 +56,12 @@ class CVRow:
     stability: float
 
     def to_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """Plain values for JSON; a figure no fold could compute is ``None``, not NaN."""
+        out = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            out[name] = None if isinstance(value, float) and np.isnan(value) else value
+        return out
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,11 @@ def _fold_body(
     sigma, mean = est.covariance, est.mean
     observed = ~np.isnan(z_val)
     k_top = min(k_max, cols.size - 1)
+    if k_top < 1:
+        raise ValueError(
+            f"fold {fold.index}: fewer than 2 items vary among its training models; "
+            "use fewer folds or a larger holdout-free training set"
+        )
     out = {}
     for objective in objectives:
         greedy = run_greedy(sigma, k_top, objective=objective, seed=[seed, fold.index])
@@ -221,6 +231,11 @@ def cross_validate(
     if not (isinstance(k_max, int | np.integer) and k_max >= 1):
         raise ValueError(f"k_max must be a positive integer; got {k_max!r}")
     scores = scores.cleaned()
+    if scores.n_items < 2:
+        raise ValueError(
+            f"{scores._where()}cross-validation needs at least 2 items (one to select, one "
+            f"to predict); got {scores.n_items}"
+        )
     start = time.perf_counter()
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level)

@@ -125,6 +125,7 @@ def pairwise_covariance(
         projection and shrinkage.
     """
     z = _check_z(z)
+    floor = _check_floor(floor)
     m, n = z.shape
     obs = ~np.isnan(z)
     mu = _column_means(z, obs)
@@ -132,6 +133,12 @@ def pairwise_covariance(
     sigma = shrink_to_identity(_pairwise_raw(z, obs, mu), alpha)
     sigma, _ = psd_project(sigma, floor)
     return CovarianceEstimate(mean=mu, covariance=sigma, method="pairwise", shrinkage=alpha)
+
+
+def _check_floor(floor) -> float:
+    if not (np.isfinite(floor) and floor > 0):
+        raise ValueError(f"floor must be a positive number; got {floor!r}")
+    return float(floor)
 
 
 def _resolve_shrinkage(shrinkage, m: int, n: int) -> float:
@@ -207,10 +214,14 @@ def _inverse_spd(a: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
     if a.shape[0] == 0:
         return np.zeros((0, 0)), 0.0
     c, info = lapack.dpotrf(a, lower=1, clean=1)
-    t = ridge
-    while info != 0:
+    t = max(ridge, 1e-12 * max(float(np.trace(a)) / a.shape[0], np.finfo(float).tiny))
+    for _ in range(20):
+        if info == 0:
+            break
         c, info = lapack.dpotrf(a + t * np.eye(a.shape[0]), lower=1, clean=1)
         t *= 10.0
+    if info != 0:
+        raise np.linalg.LinAlgError("a block of the covariance is not positive definite")
     logdet = 2.0 * float(np.log(c.diagonal()).sum())
     inv, _ = lapack.dpotri(c, lower=1)
     # potri fills the lower triangle; the upper one is still c's zeros.
@@ -324,6 +335,7 @@ def em_covariance(
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     if not tol > 0:
         raise ValueError(f"tol must be positive; got {tol!r}")
+    floor = _check_floor(floor)
     m_rows, n = z.shape
     obs = ~np.isnan(z)
     alpha = _resolve_shrinkage(shrinkage, m_rows, n)

@@ -32,6 +32,9 @@ class Selection:
         As in :class:`~benchsel.selection.greedy.GreedyResult`.
     objective, covariance, strategy : str
     cost : float or None
+    stopped_by : str
+        ``"k"``, ``"budget"``, ``"target_residual"``, ``"no positive gain"`` or
+        ``"exhausted"``.
     """
 
     items: list[str]
@@ -143,6 +146,10 @@ class GaussianModel:
         The cleaned training matrix.
     items_ : list of str
         Items the model covers (non-constant columns).
+    dropped_items_ : list of str
+        Items of the input left out (no observed score, or constant). Inputs
+        that name them (observed scores, costs, exclusions) ignore them with
+        a warning.
     standardizer_ : Standardizer
     estimate_ : CovarianceEstimate
         Mean and covariance in standardized units, and how they were fitted.
@@ -193,6 +200,7 @@ class GaussianModel:
             raise TypeError(
                 f"fit expects a ScoreMatrix (see benchsel.read_scores); got {type(scores).__name__}"
             )
+        given_items = scores.items
         scores = scores.cleaned()
         std = Standardizer.fit(scores.values)
         if std.constant.any():
@@ -219,10 +227,25 @@ class GaussianModel:
         )
         self.scores_ = scores
         self.items_ = list(scores.items)
+        kept = set(self.items_)
+        self.dropped_items_ = [name for name in given_items if name not in kept]
         self.standardizer_ = std
         self.mean_ = std.inverse(self.estimate_.mean)
-        self.covariance_ = self.estimate_.covariance * np.outer(std.scale, std.scale)
         return self
+
+    @property
+    def covariance_(self) -> np.ndarray:
+        """The covariance in the items' original units."""
+        self._check_fitted()
+        scale = self.standardizer_.scale
+        with np.errstate(over="ignore"):
+            cov = self.estimate_.covariance * np.outer(scale, scale)
+        if not np.all(np.isfinite(cov)):
+            raise OverflowError(
+                "the covariance in original units overflows float64 (scores near 1e154 or "
+                "more); use estimate_.covariance, which is in standardized units"
+            )
+        return cov
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "estimate_"):
@@ -270,12 +293,28 @@ class GaussianModel:
                 f"objective must be one of {', '.join(OBJECTIVES)}; got {objective!r}"
             )
         scores = self.scores_
+        include = [include] if isinstance(include, str) else list(include)
+        exclude = [exclude] if isinstance(exclude, str) else list(exclude)
+        left_out = [name for name in include if name in self.dropped_items_]
+        if left_out:
+            raise ValueError(
+                f"cannot include {_short_list(left_out)}: left out of the model "
+                "(no observed score, or constant)"
+            )
         inc = scores.item_indices(include, "included benchmark")
-        exc = scores.item_indices(exclude, "excluded benchmark")
+        exc = scores.item_indices(self._known(exclude, "exclusions"), "excluded benchmark")
         cost_array = None
-        if costs is not None:
-            given = costs if isinstance(costs, Mapping) else np.asarray(costs)
-            cost_array = scores.with_costs(given).costs
+        if isinstance(costs, Mapping):
+            known = {name: costs[name] for name in self._known(costs, "costs")}
+            unknown = [name for name in known if name not in set(self.items_)]
+            if unknown:
+                raise ValueError(
+                    f"costs name unknown benchmark(s) {_short_list(unknown)}; valid names are: "
+                    f"{_short_list(self.items_, limit=60)}"
+                )
+            cost_array = scores.with_costs(known).costs
+        elif costs is not None:
+            cost_array = scores.with_costs(np.asarray(costs, dtype=float)).costs
         elif scores.costs is not None:
             cost_array = scores.costs
         result: GreedyResult = run_greedy(
@@ -301,22 +340,43 @@ class GaussianModel:
             stopped_by=result.stopped_by,
         )
 
+    def _known(self, names, what: str) -> list[str]:
+        """``names`` without the items left out at fit time (warning about them)."""
+        names = [str(name) for name in names]
+        dropped = [name for name in names if name in self.dropped_items_]
+        if dropped:
+            warnings.warn(
+                f"ignoring {_short_list(dropped)} in the {what}: left out of the model "
+                "(no observed score, or constant)",
+                DataWarning,
+                stacklevel=3,
+            )
+        return [name for name in names if name not in self.dropped_items_]
+
     # -------------------------------------------------------------- predict
     def _rows(self, observed) -> tuple[list[str], np.ndarray]:
         """Observed input as (model names, R x N array over ``items_``, NaN = unobserved)."""
         n = len(self.items_)
         if isinstance(observed, ScoreMatrix):
-            cols = self.scores_.item_indices(observed.items, "benchmark")
+            names = self._known(observed.items, "observed scores")
+            cols = self.scores_.item_indices(names, "benchmark")
             x = np.full((observed.n_models, n), np.nan)
-            x[:, cols] = observed.values
+            x[:, cols] = observed.values[:, [observed.items.index(name) for name in names]]
             return list(observed.models), x
         if isinstance(observed, Mapping):
             observed = {str(k): v for k, v in observed.items()}
-            cols = self.scores_.item_indices(observed.keys(), "benchmark")
-            values = np.array([float(v) for v in observed.values()])
+            names = self._known(observed.keys(), "observed scores")
+            cols = self.scores_.item_indices(names, "benchmark")
+            values = []
+            for name in names:
+                try:
+                    values.append(float(observed[name]))
+                except (TypeError, ValueError):
+                    values.append(np.nan)
+            values = np.array(values)
             if not np.all(np.isfinite(values)):
-                bad = [k for k, v in zip(observed, values) if not np.isfinite(v)]
-                raise ValueError(f"observed scores must be finite numbers; got NaN/inf for {bad}")
+                bad = [k for k, v in zip(names, values) if not np.isfinite(v)]
+                raise ValueError(f"observed scores must be finite numbers; got {bad}")
             x = np.full((1, n), np.nan)
             x[0, cols] = values
             return ["new model"], x

@@ -64,6 +64,9 @@ class GreedyResult:
         gains shifted to be non-negative when a budget is used).
     n_refactorizations : int
         Fresh complement factorizations made by the MI objective (0 otherwise).
+    stopped_by : str
+        Why selection stopped: ``"k"``, ``"budget"``, ``"target_residual"``,
+        ``"no positive gain"`` (budgeted MI) or ``"exhausted"`` (no item left).
     """
 
     indices: np.ndarray
@@ -94,6 +97,8 @@ def _check_sigma(sigma) -> np.ndarray:
         raise ValueError("Sigma must be symmetric")
     if np.any(np.diag(sigma) < 0):
         raise ValueError("Sigma has a negative variance on its diagonal")
+    if sigma.size and not np.any(np.diag(sigma) > 0):
+        raise ValueError("Sigma has no positive variance: nothing carries information")
     return sigma
 
 
@@ -241,6 +246,8 @@ def _make_objective(sigma: np.ndarray, objective: str, mi_method: str) -> Entrop
 
 
 def _index_array(values, n: int, what: str) -> list[int]:
+    if isinstance(values, str | bytes) or np.isscalar(values):
+        values = [values]
     out = []
     for v in values:
         if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
@@ -374,7 +381,8 @@ def run_greedy(
             if budget is not None:
                 free &= costs <= budget - spent + 1e-12 * budget
             if not free.any():
-                stopped = "budget" if budget is not None else "exhausted"
+                left = allowed & ~state.selected
+                stopped = "budget" if (budget is not None and left.any()) else "exhausted"
                 break
             g = state.gains()
             if objective == "random":
@@ -413,9 +421,13 @@ def run_greedy(
     afford = allowed & ~probe.selected & (costs <= budget - costs[include].sum() + 1e-12 * budget)
     if not afford.any():
         return _with(greedy, strategy="cost-effective greedy")
-    best = int(np.argmax(np.where(afford, probe.gains(), -np.inf)))
+    gains = np.where(afford, probe.gains(), -np.inf)
+    # Among equally good singletons take the cheapest.
+    tied = np.flatnonzero(gains >= gains.max() - 1e-12 * abs(gains.max()))
+    best = int(tied[np.argmin(costs[tied])])
     single = run(best, ratio=False)
-    if single.value > greedy.value:
+    # Prefer the greedy set unless the singleton is better beyond rounding.
+    if single.value > greedy.value + 1e-9 * max(abs(greedy.value), 1.0):
         return _with(single, strategy="best singleton")
     return _with(greedy, strategy="cost-effective greedy")
 
