@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from benchsel import ConvergenceWarning, em_covariance, estimate_covariance, pairwise_covariance
-from benchsel.gaussian.covariance import _e_step, _patterns
+from benchsel.gaussian._estep import EStepPlan, e_step
 
 
 def true_cov(n, rng):
@@ -98,9 +98,10 @@ def test_em_e_step_matches_per_row_regression_formulas():
     obs[2] = False
     obs[2, 0] = True  # a nearly empty row
     x[~obs] = np.nan
-    patterns = _patterns(x, obs)
-    assert any(p.via_missing for p in patterns) and not all(p.via_missing for p in patterns)
-    completed, correction, loglik = _e_step(np.where(obs, x, 0.0), patterns, mu, sigma, 0.0)
+    plan = EStepPlan.build(obs)
+    sides = {b.side for b in plan.buckets}
+    assert sides == {"o", "m"} and plan.complete_rows.size == 1
+    completed, correction, loglik = e_step(plan, np.where(obs, x, 0.0), mu, sigma, 0.0)
     want = np.where(obs, x, 0.0)
     want_corr = np.zeros((n, n))
     want_ll = 0.0

@@ -10,8 +10,8 @@ standardized units, plus how they were obtained.
   conditional moments, M-step with the conditional-covariance correction,
   PSD floor after each M-step, Ledoit-Wolf-form shrinkage with
   ``alpha = (N - M) / N`` when there are fewer models than items. Rows that
-  share a missingness pattern are handled together: one Cholesky per pattern
-  per iteration.
+  share a missingness pattern are handled together, and patterns of similar
+  size in one batched factorization (see ``_estep``).
 * ``auto`` -- the paper's rule: pairwise for a fully observed matrix, EM
   otherwise (Sec. 5.1).
 """
@@ -22,10 +22,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
 from .._linalg import psd_project, shrink_to_identity, symmetrize
+from ._estep import EStepPlan, e_step
 
 __all__ = [
     "CovarianceEstimate",
@@ -152,151 +152,6 @@ def _resolve_shrinkage(shrinkage, m: int, n: int) -> float:
     return alpha
 
 
-@dataclass
-class _Pattern:
-    """Rows sharing one missingness pattern: factorized together each iteration.
-
-    A pattern is solved on its smaller side: through the observed block
-    ``S_oo`` when ``|o| <= |m|``, else through the missing block ``K_mm`` of
-    the precision ``K = S^{-1}``. Either way the factorization is at most
-    ``N/2`` wide.
-    """
-
-    rows: np.ndarray  # row indices sharing this mask
-    o: np.ndarray  # observed columns
-    m: np.ndarray  # missing columns
-    x_o: np.ndarray  # (rows, |o|) observed values
-    via_missing: bool  # solve through K_mm instead of S_oo
-    flat: np.ndarray  # flat indices of the factorized block (o,o) or (m,m), N x N
-    cells: np.ndarray  # flat indices of the (rows, o) cells in the M x N matrix
-    missing_cells: np.ndarray  # flat indices of the (rows, m) cells in the M x N matrix
-    cross: np.ndarray  # flat indices of the (m, o) block, N x N (via_missing only)
-    oo: np.ndarray  # flat indices of the (o, o) block, N x N (via_missing only)
-
-
-def _patterns(z: np.ndarray, obs: np.ndarray) -> list[_Pattern]:
-    n = z.shape[1]
-    _, inverse = np.unique(obs, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    out = []
-
-    def block(a, b):
-        return (a[:, None] * n + b[None, :]).ravel()
-
-    for g in range(inverse.max() + 1):
-        rows = np.flatnonzero(inverse == g)
-        o = np.flatnonzero(obs[rows[0]])
-        m = np.flatnonzero(~obs[rows[0]])
-        via_missing = m.size < o.size
-        out.append(
-            _Pattern(
-                rows=rows,
-                o=o,
-                m=m,
-                x_o=z[np.ix_(rows, o)],
-                via_missing=via_missing,
-                flat=block(m, m) if via_missing else block(o, o),
-                cells=block(rows, o),
-                missing_cells=block(rows, m),
-                cross=block(m, o) if via_missing else np.zeros(0, dtype=np.intp),
-                oo=block(o, o) if via_missing else np.zeros(0, dtype=np.intp),
-            )
-        )
-    return out
-
-
-def _inverse_spd(a: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
-    """Inverse and log-determinant of an observed block via Cholesky.
-
-    A numerically singular block gets ``ridge * I`` (growing tenfold until
-    it factorizes), as App. G prescribes for sparse or rank-deficient data.
-    """
-    if a.shape[0] == 0:
-        return np.zeros((0, 0)), 0.0
-    c, info = lapack.dpotrf(a, lower=1, clean=1)
-    t = max(ridge, 1e-12 * max(float(np.trace(a)) / a.shape[0], np.finfo(float).tiny))
-    for _ in range(20):
-        if info == 0:
-            break
-        c, info = lapack.dpotrf(a + t * np.eye(a.shape[0]), lower=1, clean=1)
-        t *= 10.0
-    if info != 0:
-        raise np.linalg.LinAlgError("a block of the covariance is not positive definite")
-    logdet = 2.0 * float(np.log(c.diagonal()).sum())
-    inv, _ = lapack.dpotri(c, lower=1)
-    # potri fills the lower triangle; the upper one is still c's zeros.
-    inv += inv.T
-    inv.flat[:: a.shape[0] + 1] *= 0.5
-    return inv, logdet
-
-
-def _e_step(z_filled, patterns, mu, sigma, ridge):
-    """Conditional moments of the missing cells given the observed ones (eqs. 17-18).
-
-    Observed side, for a row with observed columns ``o``: let
-    ``u = S_oo^{-1} (x_o - mu_o)`` embedded in ``N`` dimensions. The
-    completed row is ``mu + S u`` (it reproduces the observed entries), and
-    the conditional covariance embedded in ``N x N`` is
-    ``S - S[:, o] S_oo^{-1} S[o, :]``, already zero on the observed rows and
-    columns. Summed over such rows the correction of eq. 20 is
-    ``n S - S H S`` with ``H = sum_i embed(S_oo^{-1})``.
-
-    Missing side, with the precision ``K = S^{-1}``: the conditional
-    covariance is ``K_mm^{-1}``, the conditional mean
-    ``mu_m - K_mm^{-1} K_mo (x_o - mu_o)``, and
-    ``log det S_oo = log det S + log det K_mm``.
-
-    Returns the completed matrix, ``sum_i C_i`` and the observed-data
-    log-likelihood.
-    """
-    m_rows, n = z_filled.shape
-    completed = z_filled.copy()
-    u = np.zeros(m_rows * n)
-    h_idx, h_val, c_idx, c_val = [], [], [], []
-    n_obs_side = 0
-    loglik = 0.0
-    flat_sigma = sigma.ravel()
-    if any(p.via_missing for p in patterns):
-        precision, logdet_sigma = _inverse_spd(sigma, ridge)
-        flat_k = precision.ravel()
-    for p in patterns:
-        resid = p.x_o - mu[p.o]
-        count = p.rows.size
-        if p.via_missing:
-            mm = p.m.size
-            inv_mm, logdet_mm = _inverse_spd(flat_k[p.flat].reshape(mm, mm), ridge)
-            t = resid @ flat_k[p.cross].reshape(mm, p.o.size).T
-            shift = t @ inv_mm
-            completed.ravel()[p.missing_cells] = (mu[p.m] - shift).ravel()
-            k_oo = flat_k[p.oo].reshape(p.o.size, p.o.size)
-            quad = float(np.vdot(resid @ k_oo, resid) - np.vdot(shift, t))
-            logdet = logdet_sigma + logdet_mm
-            c_idx.append(p.flat)
-            c_val.append(count * inv_mm.ravel())
-        else:
-            k = p.o.size
-            inv, logdet = _inverse_spd(flat_sigma[p.flat].reshape(k, k), ridge)
-            w = resid @ inv
-            u[p.cells] = w.ravel()
-            quad = float(np.vdot(resid, w))
-            h_idx.append(p.flat)
-            h_val.append(count * inv.ravel())
-            n_obs_side += count
-        loglik -= 0.5 * (count * (p.o.size * _LOG_2PI + logdet) + quad)
-    correction = np.zeros((n, n))
-    if c_idx:
-        correction += np.bincount(
-            np.concatenate(c_idx), np.concatenate(c_val), minlength=n * n
-        ).reshape(n, n)
-    if h_idx:
-        obs_rows = np.concatenate([p.rows for p in patterns if not p.via_missing])
-        u = u.reshape(m_rows, n)
-        completed[obs_rows] = mu + u[obs_rows] @ sigma
-        h = np.bincount(np.concatenate(h_idx), np.concatenate(h_val), minlength=n * n)
-        correction += n_obs_side * sigma - sigma @ h.reshape(n, n) @ sigma
-    return completed, correction, loglik
-
-
 def em_covariance(
     z,
     *,
@@ -342,7 +197,7 @@ def em_covariance(
     mu = _column_means(z, obs)
     sigma = shrink_to_identity(_pairwise_raw(z, obs, mu), alpha)
     sigma, _ = psd_project(sigma, floor)
-    patterns = _patterns(z, obs)
+    plan = EStepPlan.build(obs)
     z_filled = np.where(obs, z, 0.0)
     ridge = 1e-8 * float(np.mean(np.diag(sigma)))
     trace: list[float] = []
@@ -353,7 +208,7 @@ def em_covariance(
         # The blocks are small: threading costs more than it saves, and
         # numpy's and scipy's BLAS pools would fight over two cores.
         for n_iter in range(1, max_iter + 1):  # noqa: B007 - reported after the loop
-            completed, correction, loglik = _e_step(z_filled, patterns, mu, sigma, ridge)
+            completed, correction, loglik = e_step(plan, z_filled, mu, sigma, ridge)
             trace.append(loglik)
             mu = completed.mean(axis=0)
             centred = completed - mu
