@@ -92,7 +92,7 @@ def test_select_mteb_mutual_information(capsys):
     assert_valid_selection(payload, 5, set(load_dataset("mteb").items))
     assert payload["objective"] == "mi"
     assert payload["axis"] == "benchmarks"
-    assert payload["covariance"] == "em"  # mteb has gaps, so auto means EM
+    assert payload["covariance"] == "em-shrink"  # mteb has gaps, so auto means EM
     assert payload["em"]["iterations"] > 0
 
 

@@ -160,7 +160,8 @@ def test_auto_rule():
     x = rng.normal(size=(30, 4))
     assert estimate_covariance(x, "auto").method == "pairwise"
     x[0, 0] = np.nan
-    assert estimate_covariance(x, "auto").method == "em"
+    assert estimate_covariance(x, "auto").method == "em-shrink"
+    assert estimate_covariance(x, "em").method == "em"
 
 
 @pytest.mark.parametrize(

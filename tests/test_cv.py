@@ -141,11 +141,15 @@ def test_cv_r2_matches_a_hand_computed_fold():
 def test_cv_on_low_rank_data_is_accurate_and_calibrated():
     rng = np.random.default_rng(4)
     scores = low_rank_scores(300, 15, rng, missing=0.1, noise=0.2)
-    res = cross_validate(scores, k_max=5, folds=5)
+    res = cross_validate(scores, k_max=5, folds=5, covariance="em")
+    shrunk = cross_validate(scores, k_max=5, folds=5, covariance="em-shrink")
     for obj in ("mi", "entropy", "random"):
         row = res.row(obj, 5)
         assert row.r2_mean > 0.85
+        # The paper's EM is the MLE: its intervals are calibrated on Gaussian data...
         assert 0.85 <= row.interval_coverage <= 0.95
+        # ...while shrinking correlations makes them conservative, never too narrow.
+        assert row.interval_coverage < shrunk.row(obj, 5).interval_coverage <= 0.99
     assert res.row("mi", 5).stability > res.row("random", 5).stability
     # residual variance falls with k
     rv = [res.row("mi", k).residual_variance for k in range(1, 6)]

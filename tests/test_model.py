@@ -149,7 +149,7 @@ def test_select_on_real_data_names_and_bookkeeping():
     assert len(sel.items) == 5 and len(set(sel.items)) == 5
     assert set(sel.items) <= set(data.items)
     assert np.all(np.diff(sel.residual_variance) < 0)
-    assert sel.covariance == "em" and model.estimate_.converged
+    assert sel.covariance == "em-shrink" and model.estimate_.converged
     forced = model.select(4, objective="entropy", include=["SummEval"], exclude=[sel.items[0]])
     assert forced.items[0] == "SummEval" and sel.items[0] not in forced.items
     with pytest.raises(ValueError, match="unknown included benchmark"):

@@ -112,7 +112,7 @@ def cmd_select(args) -> int:
     payload["axis"] = args.axis
     payload["dataset"] = str(args.data)
     est = model.estimate_
-    if est.method == "em":
+    if est.method.startswith("em"):
         payload["em"] = {"iterations": est.n_iter, "converged": est.converged}
     rows = [
         [t + 1, name, float(g), float(r)]
@@ -217,7 +217,9 @@ def _add_data(p: argparse.ArgumentParser) -> None:
     g.add_argument("--item-column", help="long format: benchmark column (default: benchmark)")
     g.add_argument("--score-column", help="long format: score column (default: score)")
     p.add_argument("--covariance", choices=COVARIANCE_METHODS, default="auto",
-                   help="covariance estimator (default: auto = pairwise if complete, else EM)")
+                   help="covariance estimator: em (the paper's EM), em-shrink (EM with "
+                   "correlation shrinkage), pairwise; default auto = pairwise if the matrix "
+                   "is complete, else em-shrink")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:

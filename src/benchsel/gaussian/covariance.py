@@ -12,8 +12,14 @@ standardized units, plus how they were obtained.
   ``alpha = (N - M) / N`` when there are fewer models than items. Rows that
   share a missingness pattern are handled together, and patterns of similar
   size in one batched factorization (see ``_estep``).
-* ``auto`` -- the paper's rule: pairwise for a fully observed matrix, EM
-  otherwise (Sec. 5.1).
+* ``em-shrink`` -- the same EM, with the off-diagonal entries of every
+  M-step's covariance multiplied by ``1 - correlation_shrinkage`` (0.02): a
+  pull toward the diagonal that keeps sparsely co-observed pairs from
+  drifting to spurious near-perfect correlations. In 10-fold CV it matches
+  ``em`` on MTEB and lifts MI's R^2 at k = 5 on MERGED from about 0.26 to
+  0.61 (docs/reproduction.md).
+* ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
+  ``em-shrink``.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ __all__ = [
     "COVARIANCE_METHODS",
 ]
 
-COVARIANCE_METHODS = ("auto", "em", "pairwise")
+COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise")
+#: Off-diagonal shrinkage per M-step used by ``em-shrink``.
+DEFAULT_CORRELATION_SHRINKAGE = 0.02
 _LOG_2PI = float(np.log(2 * np.pi))
 
 
@@ -159,6 +167,7 @@ def em_covariance(
     tol: float = 1e-5,
     floor: float = 1e-3,
     shrinkage: float | str = "auto",
+    correlation_shrinkage: float = 0.0,
 ) -> CovarianceEstimate:
     """EM estimate of mean and covariance for Gaussian data missing at random.
 
@@ -179,6 +188,9 @@ def em_covariance(
     shrinkage : float in [0, 1] or "auto", default "auto"
         Shrinkage toward ``tr/N * I`` applied to the initial and the final
         covariance; ``"auto"`` is ``(N - M) / N`` when ``M < N``, else none.
+    correlation_shrinkage : float in [0, 1), default 0
+        After every M-step, off-diagonal entries are multiplied by
+        ``1 - correlation_shrinkage`` (0 is the paper's EM).
 
     Returns
     -------
@@ -191,6 +203,11 @@ def em_covariance(
     if not tol > 0:
         raise ValueError(f"tol must be positive; got {tol!r}")
     floor = _check_floor(floor)
+    if not 0.0 <= correlation_shrinkage < 1.0:
+        raise ValueError(
+            f"correlation_shrinkage must be in [0, 1); got {correlation_shrinkage!r}"
+        )
+    keep = 1.0 - correlation_shrinkage
     m_rows, n = z.shape
     obs = ~np.isnan(z)
     alpha = _resolve_shrinkage(shrinkage, m_rows, n)
@@ -213,6 +230,8 @@ def em_covariance(
             mu = completed.mean(axis=0)
             centred = completed - mu
             new = symmetrize((centred.T @ centred + correction) / m_rows)
+            if keep < 1.0:
+                new = keep * new + (1.0 - keep) * np.diag(np.diag(new))
             new, _ = psd_project(new, floor)
             change = np.linalg.norm(new - sigma) / np.linalg.norm(sigma)
             sigma = new
@@ -236,7 +255,7 @@ def em_covariance(
     return CovarianceEstimate(
         mean=mu,
         covariance=sigma,
-        method="em",
+        method="em-shrink" if correlation_shrinkage > 0 else "em",
         shrinkage=alpha,
         n_iter=n_iter,
         converged=converged,
@@ -252,8 +271,10 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
         )
     z = _check_z(z)
     if method == "auto":
-        method = "pairwise" if not np.isnan(z).any() else "em"
+        method = "pairwise" if not np.isnan(z).any() else "em-shrink"
     if method == "pairwise":
         options = {k: v for k, v in options.items() if k in ("floor", "shrinkage")}
         return pairwise_covariance(z, **options)
+    if method == "em-shrink":
+        options.setdefault("correlation_shrinkage", DEFAULT_CORRELATION_SHRINKAGE)
     return em_covariance(z, **options)

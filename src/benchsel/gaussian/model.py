@@ -123,9 +123,12 @@ class GaussianModel:
 
     Parameters
     ----------
-    covariance : {"auto", "em", "pairwise"}, default "auto"
-        Estimator of the covariance of standardized scores; ``auto`` is
-        pairwise on a fully observed matrix, EM otherwise.
+    covariance : {"auto", "em-shrink", "em", "pairwise"}, default "auto"
+        Estimator of the covariance of standardized scores: ``em`` is the
+        paper's EM, ``em-shrink`` the same with a small pull of correlations
+        toward zero at every step, ``pairwise`` the pairwise-complete
+        estimate. ``auto`` is pairwise on a fully observed matrix, em-shrink
+        otherwise.
     shrinkage : float in [0, 1] or "auto", default "auto"
         Shrinkage toward ``tr/N * I``; ``auto`` is ``(N - M)/N`` when there
         are fewer models than items, none otherwise.
