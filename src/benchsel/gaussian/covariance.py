@@ -168,6 +168,7 @@ def em_covariance(
     floor: float = 1e-3,
     shrinkage: float | str = "auto",
     correlation_shrinkage: float = 0.0,
+    accelerate: bool = True,
 ) -> CovarianceEstimate:
     """EM estimate of mean and covariance for Gaussian data missing at random.
 
@@ -191,6 +192,9 @@ def em_covariance(
     correlation_shrinkage : float in [0, 1), default 0
         After every M-step, off-diagonal entries are multiplied by
         ``1 - correlation_shrinkage`` (0 is the paper's EM).
+    accelerate : bool, default True
+        Extrapolate with SQUAREM between EM steps (same fixed point, far
+        fewer iterations on sparse matrices); ``False`` runs plain EM.
 
     Returns
     -------
@@ -218,35 +222,68 @@ def em_covariance(
     z_filled = np.where(obs, z, 0.0)
     ridge = 1e-8 * float(np.mean(np.diag(sigma)))
     trace: list[float] = []
+
+    def step(mu, sigma):
+        """One EM iteration from (mu, sigma); also the log-likelihood at (mu, sigma)."""
+        completed, correction, loglik = e_step(plan, z_filled, mu, sigma, ridge)
+        mu_new = completed.mean(axis=0)
+        centred = completed - mu_new
+        new = symmetrize((centred.T @ centred + correction) / m_rows)
+        if keep < 1.0:
+            new = keep * new + (1.0 - keep) * np.diag(np.diag(new))
+        new, _ = psd_project(new, floor)
+        trace.append(loglik)
+        return mu_new, new
+
+    def rel_change(new, old):
+        return float(np.linalg.norm(new - old) / np.linalg.norm(old))
+
+    def ll_change():
+        if len(trace) < 2:
+            return np.inf
+        return abs(trace[-1] - trace[-2]) / max(abs(trace[-2]), 1.0)
+
     converged = False
-    n_iter = 0
-    change = ll_change = np.inf
+    change = np.inf
     with threadpool_limits(1, user_api="blas"):
         # The blocks are small: threading costs more than it saves, and
         # numpy's and scipy's BLAS pools would fight over two cores.
-        for n_iter in range(1, max_iter + 1):  # noqa: B007 - reported after the loop
-            completed, correction, loglik = e_step(plan, z_filled, mu, sigma, ridge)
-            trace.append(loglik)
-            mu = completed.mean(axis=0)
-            centred = completed - mu
-            new = symmetrize((centred.T @ centred + correction) / m_rows)
-            if keep < 1.0:
-                new = keep * new + (1.0 - keep) * np.diag(np.diag(new))
-            new, _ = psd_project(new, floor)
-            change = np.linalg.norm(new - sigma) / np.linalg.norm(sigma)
-            sigma = new
-            ll_change = (
-                abs(trace[-1] - trace[-2]) / max(abs(trace[-2]), 1.0)
-                if len(trace) > 1
-                else np.inf
-            )
-            if change < tol and ll_change < tol:
-                converged = True
+        while len(trace) < max_iter and not converged:
+            mu1, s1 = step(mu, sigma)
+            change = rel_change(s1, sigma)
+            converged = bool(change < tol and ll_change() < tol)
+            if converged or not accelerate or len(trace) >= max_iter:
+                mu, sigma = mu1, s1
+                continue
+            # SQUAREM (Varadhan & Roland 2008): from two EM steps extrapolate
+            # along the step direction, then take one EM step from there.
+            mu2, s2 = step(mu1, s1)
+            r_mu, r_s = mu1 - mu, s1 - sigma
+            v_mu, v_s = mu2 - 2 * mu1 + mu, s2 - 2 * s1 + sigma
+            norm_v = np.sqrt(np.sum(v_mu**2) + np.sum(v_s**2))
+            a = -np.sqrt(np.sum(r_mu**2) + np.sum(r_s**2)) / norm_v if norm_v > 0 else -1.0
+            a = min(a, -1.0)  # a = -1 is exactly the second EM step
+            mu_x = mu - 2 * a * r_mu + a * a * v_mu
+            s_x, _ = psd_project(symmetrize(sigma - 2 * a * r_s + a * a * v_s), floor)
+            ll_at_1 = trace[-1]
+            if len(trace) >= max_iter:
+                mu, sigma = mu2, s2
                 break
+            mu3, s3 = step(mu_x, s_x)
+            # Plain EM never lowers the likelihood; reject an extrapolation
+            # that did (the shrunk variant optimizes a penalized fit, so its
+            # likelihood may fall and is not checked).
+            if keep == 1.0 and trace[-1] < ll_at_1 - 1e-10 * abs(ll_at_1):
+                trace.pop()
+                mu3, s3 = step(mu2, s2)
+            change = rel_change(s3, sigma)
+            mu, sigma = mu3, s3
+    n_iter = len(trace)
+    ll_final = ll_change()
     if not converged:
         warnings.warn(
             f"EM did not converge in {max_iter} iterations (last relative change of the "
-            f"covariance {change:.2e}, of the log-likelihood {ll_change:.2e}; tol {tol:g}); "
+            f"covariance {change:.2e}, of the log-likelihood {ll_final:.2e}; tol {tol:g}); "
             "the estimate may be imprecise",
             ConvergenceWarning,
             stacklevel=2,
