@@ -176,3 +176,57 @@ def test_cli_evaluate_json_schema(capsys):
     for row in out["results"]:
         assert keys <= set(row)
         assert np.isfinite(row["r2_mean"])
+
+
+def test_strength_split_takes_weakest_half_and_strongest_30_percent():
+    from benchsel.evaluation import model_strength, strength_split
+
+    rng = np.random.default_rng(6)
+    scores = low_rank_scores(40, 5, rng, missing=0.2)
+    fold = strength_split(scores.values)
+    strength = model_strength(scores.values)
+    assert fold.train.size == 20 and fold.validation.size == 12
+    assert not set(fold.train.tolist()) & set(fold.validation.tolist())
+    assert strength[fold.train].max() <= strength[fold.validation].min()
+    # by hand: strength is the mean z-score over the observed cells of a row
+    z = (scores.values - np.nanmean(scores.values, 0)) / np.nanstd(scores.values, 0, ddof=1)
+    np.testing.assert_allclose(strength, np.nanmean(z, axis=1), rtol=1e-12)
+    with pytest.raises(ValueError, match="must not add up to more than 1"):
+        strength_split(scores.values, 0.8, 0.3)
+
+
+def test_extrapolate_evaluates_strong_models_with_weak_ones_fitted():
+    from benchsel.evaluation import extrapolate
+
+    scores = load_dataset("mteb")
+    res = extrapolate(scores, objectives=("mi", "random"), k_max=3)
+    assert res.protocol == "extrapolation" and res.folds == 1
+    row = res.row("mi", 3)
+    assert np.isnan(row.r2_std) and np.isnan(row.stability)
+    assert 0 < row.interval_coverage < 1
+    out = res.to_dict()
+    json.dumps(out, allow_nan=False)
+    assert out["protocol"] == "extrapolation"
+    assert out["results"][0]["r2_std"] is None
+
+
+def test_predict_flags_models_outside_the_fitted_range():
+    from benchsel import GaussianModel
+
+    data = load_dataset("mteb")
+    model = GaussianModel().fit(data)
+    frame = data.to_frame()
+    typical = {c: float(frame[c].median()) for c in ("STS15", "MassiveIntentClassification")}
+    beyond = {c: float(frame[c].max()) + 0.02 for c in typical}
+    flags = model.predict(typical).extrapolation[0]
+    assert not flags["flag"] and 20 < flags["strength_percentile"] < 80
+    flags = model.predict(beyond).extrapolation[0]
+    assert flags["flag"] and flags["items_above_training_max"] == 2
+    assert flags["strength_percentile"] == 100.0
+
+
+def test_cli_evaluate_extrapolation(capsys):
+    assert main(["evaluate", "helm_lite", "--protocol", "extrapolation", "--k-max", "2",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "extrapolation" and len(out["results"]) == 6

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
-from .evaluation import cross_validate, spectrum
+from .evaluation import cross_validate, extrapolate, spectrum
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
 from .selection import OBJECTIVES
@@ -31,9 +31,12 @@ def _names(text: str | None) -> list[str]:
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
-    cells = [[str(h) for h in headers]] + [
-        [f"{v:.4g}" if isinstance(v, float) else str(v) for v in row] for row in rows
-    ]
+    def fmt(v) -> str:
+        if isinstance(v, float):
+            return "-" if np.isnan(v) else f"{v:.4g}"
+        return str(v)
+
+    cells = [[str(h) for h in headers]] + [[fmt(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -142,8 +145,16 @@ def cmd_predict(args) -> int:
         rows = [
             [r["benchmark"], r["mean"], r["std"], r["low"], r["high"]] for r in pred.records(i)
         ]
+        head = f"{name}: {len(rows)} predicted from {int(pred.observed[i].sum())} observed"
+        ex = pred.extrapolation[i]
+        if ex["flag"]:
+            head += (
+                f"\n  WARNING: extrapolation -- stronger than {ex['strength_percentile']:.0f}% of "
+                f"the models fitted on, above the best of them on "
+                f"{ex['items_above_training_max']} benchmark(s); intervals are likely too narrow"
+            )
         blocks.append(
-            f"{name}: {len(rows)} predicted from {int(pred.observed[i].sum())} observed\n"
+            head + "\n"
             + _table(["benchmark", "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
         )
     _emit(args, payload, "\n\n".join(blocks))
@@ -178,16 +189,14 @@ def cmd_spectrum(args) -> int:
 def cmd_evaluate(args) -> int:
     scores = _load(args)
     objectives = tuple(_names(args.objectives))
-    result = cross_validate(
-        scores,
-        objectives=objectives,
-        k_max=args.k_max,
-        folds=args.folds,
-        holdout=args.holdout,
-        covariance=args.covariance,
-        seed=args.seed,
-        n_jobs=args.jobs,
-    )
+    common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
+                  seed=args.seed)
+    if args.protocol == "cv":
+        result = cross_validate(
+            scores, folds=args.folds, holdout=args.holdout, n_jobs=args.jobs, **common
+        )
+    else:
+        result = extrapolate(scores, **common)
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     rows = [
@@ -195,8 +204,13 @@ def cmd_evaluate(args) -> int:
          r.stability]
         for r in result.rows
     ]
+    setup = (
+        f"{result.folds} folds, holdout {result.holdout:g}"
+        if args.protocol == "cv"
+        else "fit on the weakest 50% of models, predict the strongest 30%"
+    )
     text = (
-        f"{args.protocol}: {result.folds} folds, holdout {result.holdout:g}, "
+        f"{args.protocol}: {setup}, "
         f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s\n"
         + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
                   "stability"], rows)
@@ -286,8 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="cross-validate selection + prediction on held-out models"
     )
     _add_data(p)
-    p.add_argument("--protocol", choices=["cv"], default="cv",
-                   help="cv: K folds over models (Smola 2026, Sec. 5.1)")
+    p.add_argument("--protocol", choices=["cv", "extrapolation"], default="cv",
+                   help="cv: K folds over models (Smola 2026, Sec. 5.1); extrapolation: fit "
+                   "on the weakest 50%% of models, test on the strongest 30%%")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of folds (default 10)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ScoreMatrix", "Standardizer", "DataWarning", "MIN_MODELS"]
+__all__ = ["ScoreMatrix", "Standardizer", "DataWarning", "MIN_MODELS", "model_strength"]
 
 #: A covariance needs at least this many models (rows) to mean anything.
 MIN_MODELS = 3
@@ -325,3 +325,20 @@ class Standardizer:
         """Map standardized values back to original units."""
         sl = slice(None) if columns is None else columns
         return z * self.scale[sl] + self.mean[sl]
+
+
+def model_strength(values: np.ndarray, standardizer: Standardizer | None = None) -> np.ndarray:
+    """Mean standardized observed score of each model (NaN = missing).
+
+    Columns are standardized with ``standardizer`` (by default, their own
+    observed mean and standard deviation), so a model's strength compares it
+    with the others on the items it was run on. A row with no observed score
+    has no strength and is an error.
+    """
+    std = Standardizer.fit(values) if standardizer is None else standardizer
+    z = std.transform(values)
+    observed = ~np.isnan(z)
+    count = observed.sum(axis=1)
+    if np.any(count == 0):
+        raise ValueError("a model has no observed score; its strength is undefined")
+    return np.where(observed, z, 0.0).sum(axis=1) / count

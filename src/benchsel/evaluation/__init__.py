@@ -1,6 +1,6 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
-from .cv import CVResult, CVRow, cross_validate
+from .cv import CVResult, CVRow, cross_validate, extrapolate
 from .metrics import (
     gaussian_entropy,
     gaussian_mutual_information,
@@ -9,7 +9,7 @@ from .metrics import (
     r2_against_zero,
 )
 from .spectrum import Spectrum, spectrum
-from .splits import Fold, kfold_with_holdout
+from .splits import Fold, kfold_with_holdout, model_strength, strength_split
 
 __all__ = [
     "CVResult",
@@ -17,11 +17,14 @@ __all__ = [
     "Fold",
     "Spectrum",
     "cross_validate",
+    "extrapolate",
     "gaussian_entropy",
     "gaussian_mutual_information",
     "interval_coverage",
     "kfold_with_holdout",
+    "model_strength",
     "nogueira_stability",
     "r2_against_zero",
     "spectrum",
+    "strength_split",
 ]

@@ -36,9 +36,9 @@ from .metrics import (
     nogueira_stability,
     r2_against_zero,
 )
-from .splits import Fold, kfold_with_holdout
+from .splits import Fold, kfold_with_holdout, strength_split
 
-__all__ = ["CVRow", "CVResult", "cross_validate"]
+__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class CVResult:
     rows: list[CVRow]
     r2: dict = field(repr=False)
     orders: dict = field(repr=False)
+    protocol: str = "cv"
 
     def row(self, objective: str, k: int) -> CVRow:
         for r in self.rows:
@@ -93,7 +94,7 @@ class CVResult:
 
     def to_dict(self) -> dict:
         return {
-            "protocol": "cv",
+            "protocol": self.protocol,
             "dataset": self.dataset,
             "folds": self.folds,
             "holdout": self.holdout,
@@ -182,6 +183,86 @@ def _nanstd(a: np.ndarray) -> float:
     return float(a.std()) if a.size else float("nan")
 
 
+def _check_common(scores: ScoreMatrix, objectives, k_max) -> ScoreMatrix:
+    for obj in objectives:
+        if obj not in OBJECTIVES:
+            raise ValueError(f"objectives must be among {', '.join(OBJECTIVES)}; got {obj!r}")
+    if not (isinstance(k_max, int | np.integer) and k_max >= 1):
+        raise ValueError(f"k_max must be a positive integer; got {k_max!r}")
+    scores = scores.cleaned()
+    if scores.n_items < 2:
+        raise ValueError(
+            f"{scores._where()}evaluation needs at least 2 items (one to select, one "
+            f"to predict); got {scores.n_items}"
+        )
+    return scores
+
+
+def _evaluate(
+    scores: ScoreMatrix,
+    splits: list[Fold],
+    protocol: str,
+    holdout: float,
+    objectives: tuple[str, ...],
+    k_max: int,
+    covariance: str,
+    ridge: float,
+    clip: float,
+    level: float,
+    seed: int,
+    n_jobs: int,
+) -> CVResult:
+    """Run every split and aggregate per (objective, k)."""
+    start = time.perf_counter()
+    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level)
+    if n_jobs == 1:
+        per_fold = [_fold(scores.values, f, *args) for f in splits]
+    else:
+        from joblib import Parallel, delayed
+
+        per_fold = Parallel(n_jobs=n_jobs)(
+            delayed(_fold)(scores.values, f, *args) for f in splits
+        )
+    rows, r2, orders = [], {}, {}
+    for obj in objectives:
+        stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
+                 ("r2", "coverage", "entropy", "mi", "residual")}
+        r2[obj] = stack["r2"]
+        fold_orders = [pf[obj]["order"] for pf in per_fold]
+        orders[obj] = [[scores.items[j] for j in order] for order in fold_orders]
+        for k in range(1, k_max + 1):
+            if np.all(np.isnan(stack["residual"][:, k - 1])):
+                break
+            stability = (
+                nogueira_stability([o[:k] for o in fold_orders], scores.n_items)
+                if len(fold_orders) > 1
+                else float("nan")
+            )
+            rows.append(
+                CVRow(
+                    objective=obj,
+                    k=k,
+                    r2_mean=_nanmean(stack["r2"][:, k - 1]),
+                    r2_std=_nanstd(stack["r2"][:, k - 1]) if len(splits) > 1 else float("nan"),
+                    residual_variance=_nanmean(stack["residual"][:, k - 1]),
+                    entropy=_nanmean(stack["entropy"][:, k - 1]),
+                    mutual_information=_nanmean(stack["mi"][:, k - 1]),
+                    interval_coverage=_nanmean(stack["coverage"][:, k - 1]),
+                    stability=stability,
+                )
+            )
+    return CVResult(
+        dataset=scores.source or "",
+        folds=len(splits),
+        holdout=holdout,
+        seconds=time.perf_counter() - start,
+        rows=rows,
+        r2=r2,
+        orders=orders,
+        protocol=protocol,
+    )
+
+
 def cross_validate(
     scores: ScoreMatrix,
     *,
@@ -225,57 +306,35 @@ def cross_validate(
     -------
     CVResult
     """
-    for obj in objectives:
-        if obj not in OBJECTIVES:
-            raise ValueError(f"objectives must be among {', '.join(OBJECTIVES)}; got {obj!r}")
-    if not (isinstance(k_max, int | np.integer) and k_max >= 1):
-        raise ValueError(f"k_max must be a positive integer; got {k_max!r}")
-    scores = scores.cleaned()
-    if scores.n_items < 2:
-        raise ValueError(
-            f"{scores._where()}cross-validation needs at least 2 items (one to select, one "
-            f"to predict); got {scores.n_items}"
-        )
-    start = time.perf_counter()
+    scores = _check_common(scores, objectives, k_max)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
-    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level)
-    if n_jobs == 1:
-        per_fold = [_fold(scores.values, f, *args) for f in splits]
-    else:
-        from joblib import Parallel, delayed
+    return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
+                     clip, level, seed, n_jobs)
 
-        per_fold = Parallel(n_jobs=n_jobs)(
-            delayed(_fold)(scores.values, f, *args) for f in splits
-        )
-    rows, r2, orders = [], {}, {}
-    for obj in objectives:
-        stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
-                 ("r2", "coverage", "entropy", "mi", "residual")}
-        r2[obj] = stack["r2"]
-        fold_orders = [pf[obj]["order"] for pf in per_fold]
-        orders[obj] = [[scores.items[j] for j in order] for order in fold_orders]
-        for k in range(1, k_max + 1):
-            if np.all(np.isnan(stack["residual"][:, k - 1])):
-                break
-            rows.append(
-                CVRow(
-                    objective=obj,
-                    k=k,
-                    r2_mean=_nanmean(stack["r2"][:, k - 1]),
-                    r2_std=_nanstd(stack["r2"][:, k - 1]),
-                    residual_variance=_nanmean(stack["residual"][:, k - 1]),
-                    entropy=_nanmean(stack["entropy"][:, k - 1]),
-                    mutual_information=_nanmean(stack["mi"][:, k - 1]),
-                    interval_coverage=_nanmean(stack["coverage"][:, k - 1]),
-                    stability=nogueira_stability([o[:k] for o in fold_orders], scores.n_items),
-                )
-            )
-    return CVResult(
-        dataset=scores.source or "",
-        folds=folds,
-        holdout=holdout,
-        seconds=time.perf_counter() - start,
-        rows=rows,
-        r2=r2,
-        orders=orders,
-    )
+
+def extrapolate(
+    scores: ScoreMatrix,
+    *,
+    objectives: tuple[str, ...] = ("mi", "entropy", "random"),
+    k_max: int = 15,
+    train_fraction: float = 0.5,
+    test_fraction: float = 0.3,
+    covariance: str = "auto",
+    ridge: float = 1e-2,
+    clip: float = 10.0,
+    level: float = 0.9,
+    seed: int = 0,
+) -> CVResult:
+    """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
+
+    Models are ranked by their mean standardized observed score; the
+    covariance is fitted and the selection made on the lowest
+    ``train_fraction``, and the top ``test_fraction`` are predicted as in
+    :func:`cross_validate` (one split, so ``r2_std`` and ``stability`` are
+    undefined and reported as ``None``). Interval coverage says whether the
+    error bars stay honest for models stronger than any the model has seen.
+    """
+    scores = _check_common(scores, objectives, k_max)
+    split = strength_split(scores.values, train_fraction, test_fraction)
+    return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
+                     covariance, ridge, clip, level, seed, 1)

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Fold", "kfold_with_holdout"]
+from ..matrix import model_strength
+
+__all__ = ["Fold", "kfold_with_holdout", "model_strength", "strength_split"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +59,26 @@ def kfold_with_holdout(
         train = rng.permutation(pool)[: min(n_train, pool.size)]
         folds.append(Fold(f, np.sort(train), np.sort(validation)))
     return folds
+
+
+def strength_split(
+    values: np.ndarray, train_fraction: float = 0.5, test_fraction: float = 0.3
+) -> Fold:
+    """Weakest ``train_fraction`` of models for training, strongest ``test_fraction`` to test.
+
+    The extrapolation split of Zhang et al. (2025, Sec. 4.3); models in
+    between are not used. Ties in strength are broken by row order.
+    """
+    if not (0 < train_fraction < 1 and 0 < test_fraction < 1):
+        raise ValueError(
+            f"train and test fractions must be in (0, 1); got {train_fraction}, {test_fraction}"
+        )
+    if train_fraction + test_fraction > 1:
+        raise ValueError("train and test fractions must not add up to more than 1")
+    m = values.shape[0]
+    order = np.argsort(model_strength(values), kind="stable")
+    n_train = int(np.floor(train_fraction * m))
+    n_test = int(np.floor(test_fraction * m))
+    if n_train < 3 or n_test < 1:
+        raise ValueError(f"{m} models are too few for a {train_fraction:g}/{test_fraction:g} split")
+    return Fold(0, np.sort(order[:n_train]), np.sort(order[m - n_test:]))
