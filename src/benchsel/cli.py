@@ -17,9 +17,10 @@ import numpy as np
 
 from . import __version__
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
-from .evaluation import cross_validate, extrapolate, spectrum
+from .evaluation import cross_validate, extrapolate, oracle_subsets, spectrum
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
+from .progress import Progress
 from .selection import OBJECTIVES
 
 __all__ = ["main", "build_parser"]
@@ -186,19 +187,65 @@ def cmd_spectrum(args) -> int:
     return 0
 
 
+def _dask_client(address: str | None):
+    """A dask.distributed client for ``--dask`` (``local`` starts a local cluster)."""
+    if address is None:
+        return None
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(
+            "--dask needs dask.distributed; install it with 'pip install benchsel[dask]'"
+        ) from None
+    if address == "local":
+        return Client(LocalCluster(processes=True, dashboard_address=None))
+    return Client(address)
+
+
 def cmd_evaluate(args) -> int:
     scores = _load(args)
     objectives = tuple(_names(args.objectives))
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
-    if args.protocol == "cv":
-        result = cross_validate(
-            scores, folds=args.folds, holdout=args.holdout, n_jobs=args.jobs, **common
-        )
-    else:
-        result = extrapolate(scores, **common)
+    label = {"cv": "folds", "oracle": "subsets"}.get(args.protocol, "splits")
+    progress = Progress(label, enabled=False if args.quiet else None)
+    try:
+        if args.protocol == "cv":
+            client = _dask_client(args.dask)
+            try:
+                result = cross_validate(
+                    scores, folds=args.folds, holdout=args.holdout, n_jobs=args.jobs,
+                    backend="dask" if client is not None else None, progress=progress,
+                    **common,
+                )
+            finally:
+                if client is not None:
+                    client.close()
+        elif args.protocol == "extrapolation":
+            result = extrapolate(scores, **common)
+        else:
+            result = oracle_subsets(
+                scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
+                progress=progress, **common,
+            )
+    finally:
+        progress.close()
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
+    head = f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s"
+    if args.protocol == "oracle":
+        rows = [
+            [r.k, r.subsets, r.r2_oracle, *r.r2_greedy.values(), ", ".join(r.best)]
+            for r in result.rows
+        ]
+        text = (
+            f"oracle: best subsets by exhaustive search over the same {result.folds} folds, "
+            f"{head}\n"
+            + _table(["k", "subsets", "r2_oracle", *[f"r2_{o}" for o in objectives], "best"],
+                     rows)
+        )
+        _emit(args, payload, text)
+        return 0
     rows = [
         [r.objective, r.k, r.r2_mean, r.r2_std, r.residual_variance, r.interval_coverage,
          r.stability]
@@ -210,8 +257,7 @@ def cmd_evaluate(args) -> int:
         else "fit on the weakest 50% of models, predict the strongest 30%"
     )
     text = (
-        f"{args.protocol}: {setup}, "
-        f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s\n"
+        f"{args.protocol}: {setup}, {head}\n"
         + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
                   "stability"], rows)
     )
@@ -300,9 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="cross-validate selection + prediction on held-out models"
     )
     _add_data(p)
-    p.add_argument("--protocol", choices=["cv", "extrapolation"], default="cv",
+    p.add_argument("--protocol", choices=["cv", "extrapolation", "oracle"], default="cv",
                    help="cv: K folds over models (Smola 2026, Sec. 5.1); extrapolation: fit "
-                   "on the weakest 50%% of models, test on the strongest 30%%")
+                   "on the weakest 50%% of models, test on the strongest 30%%; oracle: best "
+                   "subsets of size <= --k-max by exhaustive search under the cv folds")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of folds (default 10)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")
@@ -312,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated objectives (default mi,entropy,random)")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
     p.add_argument("--jobs", type=int, default=1, help="folds in parallel (joblib; -1 = all cores)")
+    p.add_argument("--dask", metavar="SCHEDULER",
+                   help="run cv folds on a dask.distributed cluster (scheduler address, or "
+                   "'local' for a local cluster; needs benchsel[dask])")
+    p.add_argument("--max-subsets", type=_positive_int, default=50_000,
+                   help="oracle: refuse a k with more subsets than this (default 50000)")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_evaluate)
 

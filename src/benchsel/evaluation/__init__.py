@@ -8,6 +8,7 @@ from .metrics import (
     nogueira_stability,
     r2_against_zero,
 )
+from .oracle import OracleResult, OracleRow, oracle_subsets
 from .spectrum import Spectrum, spectrum
 from .splits import Fold, kfold_with_holdout, model_strength, strength_split
 
@@ -24,6 +25,9 @@ __all__ = [
     "kfold_with_holdout",
     "model_strength",
     "nogueira_stability",
+    "oracle_subsets",
+    "OracleResult",
+    "OracleRow",
     "r2_against_zero",
     "spectrum",
     "strength_split",

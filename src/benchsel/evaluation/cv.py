@@ -211,18 +211,30 @@ def _evaluate(
     level: float,
     seed: int,
     n_jobs: int,
+    backend: str | None = None,
+    progress=None,
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level)
-    if n_jobs == 1:
-        per_fold = [_fold(scores.values, f, *args) for f in splits]
-    else:
-        from joblib import Parallel, delayed
+    per_fold = []
 
-        per_fold = Parallel(n_jobs=n_jobs)(
-            delayed(_fold)(scores.values, f, *args) for f in splits
-        )
+    def collect(results) -> None:
+        for result in results:
+            per_fold.append(result)
+            if progress is not None:
+                progress(len(per_fold), len(splits))
+
+    if n_jobs == 1 and backend is None:
+        collect(_fold(scores.values, f, *args) for f in splits)
+    else:
+        from joblib import Parallel, delayed, parallel_config
+
+        config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
+        with parallel_config(**config):
+            collect(Parallel(return_as="generator")(
+                delayed(_fold)(scores.values, f, *args) for f in splits
+            ))
     rows, r2, orders = [], {}, {}
     for obj in objectives:
         stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
@@ -276,6 +288,8 @@ def cross_validate(
     level: float = 0.9,
     seed: int = 0,
     n_jobs: int = 1,
+    backend: str | None = None,
+    progress=None,
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -301,6 +315,11 @@ def cross_validate(
         Seeds the folds and the random orders.
     n_jobs : int, default 1
         Folds run in parallel through joblib when > 1 (or -1 for all cores).
+    backend : str, optional
+        A joblib backend for the folds, e.g. ``"dask"`` inside a
+        ``dask.distributed.Client`` context to run them on a cluster.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each fold.
 
     Returns
     -------
@@ -309,7 +328,7 @@ def cross_validate(
     scores = _check_common(scores, objectives, k_max)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
-                     clip, level, seed, n_jobs)
+                     clip, level, seed, n_jobs, backend, progress)
 
 
 def extrapolate(
