@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
-from .evaluation import cross_validate, extrapolate, oracle_subsets, spectrum
+from .evaluation import cross_validate, extrapolate, normality, oracle_subsets, spectrum
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
 from .progress import Progress
@@ -265,6 +265,37 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_diagnose(args) -> int:
+    scores = _load(args)
+    report = normality(scores, alpha=args.alpha)
+    payload = report.to_dict()
+    payload["dataset"] = str(args.data)
+    order = np.argsort(report.w)
+    rows = [
+        [report.items[i], float(report.w[i]), float(report.p_adjusted[i]),
+         "reject" if report.reject[i] else ""]
+        for i in order[: args.show]
+    ]
+    lines = [
+        f"Shapiro-Wilk per benchmark (Benjamini-Hochberg, alpha {args.alpha:g}): "
+        f"{int(report.reject.sum())} of {len(report.items)} reject normality; "
+        f"median W {payload['median_w']:.3f}" if report.items else "no benchmark could be tested",
+        _table(["benchmark (lowest W first)", "W", "p_adjusted", ""], rows),
+    ]
+    if report.mardia is not None:
+        m = report.mardia
+        lines.append(
+            f"Mardia on {m['n_models']} complete models: skewness b1 = {m['skewness']:.4g} "
+            f"(p = {m['skewness_p']:.3g}), kurtosis b2 = {m['kurtosis']:.4g} vs "
+            f"{m['kurtosis_expected']:.4g} expected (z = {m['kurtosis_z']:.3g}, "
+            f"p = {m['kurtosis_p']:.3g})"
+        )
+    else:
+        lines.append(f"Mardia: not computed ({report.mardia_note})")
+    _emit(args, payload, "\n".join(lines))
+    return 0
+
+
 # ------------------------------------------------------------------- parser
 def _add_data(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA",
@@ -367,6 +398,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("diagnose", help="normality tests: Shapiro-Wilk per benchmark, Mardia")
+    _add_data(p)
+    p.add_argument("--alpha", type=_fraction, default=0.05,
+                   help="false discovery rate for the Benjamini-Hochberg correction")
+    p.add_argument("--show", type=_positive_int, default=15,
+                   help="benchmarks listed in the table (lowest W first; --json has all)")
+    _add_output(p)
+    p.set_defaults(func=cmd_diagnose)
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p)

@@ -1,6 +1,7 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
 from .cv import CVResult, CVRow, cross_validate, extrapolate
+from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
 from .metrics import (
     gaussian_entropy,
     gaussian_mutual_information,
@@ -23,6 +24,10 @@ __all__ = [
     "gaussian_mutual_information",
     "interval_coverage",
     "kfold_with_holdout",
+    "mardia",
+    "normality",
+    "NormalityReport",
+    "shapiro_wilk_bh",
     "model_strength",
     "nogueira_stability",
     "oracle_subsets",
