@@ -22,6 +22,7 @@ from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
 from .progress import Progress
 from .selection import OBJECTIVES
+from .transforms import TRANSFORMS
 
 __all__ = ["main", "build_parser"]
 
@@ -75,7 +76,7 @@ def _load(args):
 
 
 def _fit(args, scores) -> GaussianModel:
-    return GaussianModel(covariance=args.covariance).fit(scores)
+    return GaussianModel(covariance=args.covariance, transform=args.transform).fit(scores)
 
 
 # ----------------------------------------------------------------- commands
@@ -207,6 +208,10 @@ def cmd_evaluate(args) -> int:
     objectives = tuple(_names(args.objectives))
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
+    if args.protocol != "oracle":
+        common["transform"] = args.transform
+    elif args.transform != "none":
+        raise ValueError("--transform is not supported by the oracle protocol")
     label = {"cv": "folds", "oracle": "subsets"}.get(args.protocol, "splits")
     progress = Progress(label, enabled=False if args.quiet else None)
     try:
@@ -311,6 +316,9 @@ def _add_data(p: argparse.ArgumentParser) -> None:
                    help="covariance estimator: em (the paper's EM), em-shrink (EM with "
                    "correlation shrinkage), pairwise; default auto = pairwise if the matrix "
                    "is complete, else em-shrink")
+    p.add_argument("--transform", choices=TRANSFORMS, default="none",
+                   help="per-column transform before modelling: logit of score / training "
+                   "max (Smola 2026, App. K); default none")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:

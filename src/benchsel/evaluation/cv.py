@@ -23,16 +23,17 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
 from ..matrix import ScoreMatrix, Standardizer
 from ..selection.greedy import OBJECTIVES, run_greedy
+from ..transforms import make_transform
 from .metrics import (
     gaussian_entropy,
     gaussian_mutual_information,
-    interval_coverage,
     nogueira_stability,
     r2_against_zero,
 )
@@ -123,11 +124,34 @@ def _fold_body(
     clip: float,
     seed: int,
     level: float,
+    transform: str = "none",
 ) -> dict:
     std = Standardizer.fit(values[fold.train])
     cols = np.flatnonzero(~std.constant)
-    z_train = std.transform(values[np.ix_(fold.train, cols)], cols)
+    # Targets are always the raw scores standardized with training statistics.
     z_val = np.clip(std.transform(values[np.ix_(fold.validation, cols)], cols), -clip, clip)
+    quantile = norm.ppf(0.5 + level / 2)
+    if transform == "none":
+        z_train = std.transform(values[np.ix_(fold.train, cols)], cols)
+        z_in = z_val
+
+        def to_targets(mu, sd):
+            return mu, mu - quantile * sd, mu + quantile * sd
+    else:
+        # Model in transformed units; map predictions and interval ends back
+        # to standardized raw units before scoring (App. K).
+        tf = make_transform(transform, values[np.ix_(fold.train, cols)])
+        latent = tf.forward(values[np.ix_(fold.train, cols)])
+        lat_std = Standardizer.fit(latent)
+        z_train = lat_std.transform(latent)
+        z_in = np.clip(lat_std.transform(tf.forward(values[np.ix_(fold.validation, cols)])),
+                       -clip, clip)
+
+        def to_targets(mu, sd):
+            def back(u):
+                return std.transform(tf.inverse(lat_std.inverse(u)), cols)
+
+            return back(mu), back(mu - quantile * sd), back(mu + quantile * sd)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_covariance(z_train, covariance)
@@ -148,16 +172,17 @@ def _fold_body(
         mi = np.full(k_max, np.nan)
         for k in range(1, k_top + 1):
             sel = greedy.indices[:k]
-            given = np.full_like(z_val, np.nan)
-            given[:, sel] = z_val[:, sel]
+            given = np.full_like(z_in, np.nan)
+            given[:, sel] = z_in[:, sel]
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
             scored = observed.copy()
             scored[:, sel] = False
             if scored.any():
                 y = z_val[scored]
+                pred, low, high = (a[scored] for a in to_targets(mu, np.sqrt(var)))
                 if np.any(y != 0):
-                    r2[k - 1] = r2_against_zero(y, mu[scored])
-                cover[k - 1] = interval_coverage(y, mu[scored], np.sqrt(var[scored]), level)
+                    r2[k - 1] = r2_against_zero(y, pred)
+                cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
             ent[k - 1] = gaussian_entropy(sigma, sel)
             mi[k - 1] = gaussian_mutual_information(sigma, sel)
         resid = np.full(k_max, np.nan)
@@ -213,10 +238,11 @@ def _evaluate(
     n_jobs: int,
     backend: str | None = None,
     progress=None,
+    transform: str = "none",
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
-    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level)
+    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform)
     per_fold = []
 
     def collect(results) -> None:
@@ -290,6 +316,7 @@ def cross_validate(
     n_jobs: int = 1,
     backend: str | None = None,
     progress=None,
+    transform: str = "none",
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -320,6 +347,9 @@ def cross_validate(
         ``dask.distributed.Client`` context to run them on a cluster.
     progress : callable, optional
         Called as ``progress(done, total)`` after each fold.
+    transform : {"none", "logit"}, default "none"
+        Fit, select and predict in transformed units (App. K); predictions
+        and intervals are mapped back and scored in standardized raw units.
 
     Returns
     -------
@@ -328,7 +358,7 @@ def cross_validate(
     scores = _check_common(scores, objectives, k_max)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
-                     clip, level, seed, n_jobs, backend, progress)
+                     clip, level, seed, n_jobs, backend, progress, transform)
 
 
 def extrapolate(
@@ -343,6 +373,7 @@ def extrapolate(
     clip: float = 10.0,
     level: float = 0.9,
     seed: int = 0,
+    transform: str = "none",
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -356,4 +387,4 @@ def extrapolate(
     scores = _check_common(scores, objectives, k_max)
     split = strength_split(scores.values, train_fraction, test_fraction)
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
-                     covariance, ridge, clip, level, seed, 1)
+                     covariance, ridge, clip, level, seed, 1, transform=transform)

@@ -12,6 +12,7 @@ from scipy.stats import norm
 from .._linalg import cholesky
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
+from ..transforms import ScoreTransform, make_transform
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance
 
@@ -153,6 +154,10 @@ class GaussianModel:
         and of the observed-data log-likelihood.
     ridge : float, default 0
         Added to the diagonal of observed blocks when conditioning.
+    transform : {"none", "logit"}, default "none"
+        Per-column transform applied before everything else (Smola 2026,
+        App. K); predictions are mapped back, and intervals through the
+        transform (so they stay within ``[0, training max]``).
 
     Attributes
     ----------
@@ -184,6 +189,7 @@ class GaussianModel:
         max_iter: int = 300,
         tol: float = 1e-5,
         ridge: float = 0.0,
+        transform: str = "none",
     ):
         self.covariance = covariance
         self.shrinkage = shrinkage
@@ -191,6 +197,7 @@ class GaussianModel:
         self.max_iter = max_iter
         self.tol = tol
         self.ridge = ridge
+        self.transform = transform
 
     # ------------------------------------------------------------------ fit
     def _validate_params(self) -> None:
@@ -218,7 +225,9 @@ class GaussianModel:
             )
         given_items = scores.items
         scores = scores.cleaned()
-        std = Standardizer.fit(scores.values)
+        transform = make_transform(self.transform, scores.values)
+        latent = transform.forward(scores.values)
+        std = Standardizer.fit(latent)
         if std.constant.any():
             names = np.array(scores.items)[std.constant]
             warnings.warn(
@@ -232,7 +241,9 @@ class GaussianModel:
                 raise ValueError(f"{scores._where()}every item is constant; nothing to model")
             scores = scores.subset(items=keep)
             std = Standardizer(std.mean[keep], std.scale[keep], std.constant[keep])
-        z = std.transform(scores.values)
+            transform = ScoreTransform(transform.name, transform.scale[keep], transform.eps)
+            latent = latent[:, keep]
+        z = std.transform(latent)
         self.estimate_ = estimate_covariance(
             z,
             self.covariance,
@@ -246,14 +257,16 @@ class GaussianModel:
         kept = set(self.items_)
         self.dropped_items_ = [name for name in given_items if name not in kept]
         self.standardizer_ = std
-        self.mean_ = std.inverse(self.estimate_.mean)
+        self.transform_ = transform
+        self.mean_ = transform.inverse(std.inverse(self.estimate_.mean))
         self._z_train = z
         self.item_max_ = np.nanmax(z, axis=0)
         return self
 
     @property
     def covariance_(self) -> np.ndarray:
-        """The covariance in the items' original units."""
+        """The covariance in the units the model works in: the items' own units, or
+        logit units under ``transform="logit"``."""
         self._check_fitted()
         scale = self.standardizer_.scale
         with np.errstate(over="ignore"):
@@ -422,23 +435,27 @@ class GaussianModel:
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
         models, x = self._rows(observed)
-        std = self.standardizer_
-        z = std.transform(x)
+        std, transform = self.standardizer_, self.transform_
+        z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
             z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge
         )
-        mean = std.inverse(mu_z)
-        sd = np.sqrt(var_z) * std.scale
-        half = norm.ppf(0.5 + level / 2) * sd
+        center = std.inverse(mu_z)
+        spread = np.sqrt(var_z) * std.scale
+        half = norm.ppf(0.5 + level / 2) * spread
+        observed = ~np.isnan(x)
+        # The transform is monotone: interval ends map through it; the
+        # standard deviation by the delta method at the centre.
+        mean = np.where(observed, x, transform.inverse(center))
         return Prediction(
             extrapolation=self._extrapolation(z),
             models=models,
             items=list(self.items_),
             mean=mean,
-            std=sd,
-            low=mean - half,
-            high=mean + half,
-            observed=~np.isnan(x),
+            std=spread * transform.slope(center),
+            low=np.where(observed, x, transform.inverse(center - half)),
+            high=np.where(observed, x, transform.inverse(center + half)),
+            observed=observed,
             level=float(level),
         )
 
