@@ -17,9 +17,17 @@ import numpy as np
 
 from . import __version__
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
-from .evaluation import cross_validate, extrapolate, normality, oracle_subsets, spectrum
+from .evaluation import (
+    cross_validate,
+    evaluate_completion,
+    extrapolate,
+    normality,
+    oracle_subsets,
+    spectrum,
+)
 from .gaussian import COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
+from .prediction import COMPLETERS
 from .progress import Progress
 from .selection import OBJECTIVES
 from .transforms import TRANSFORMS
@@ -139,7 +147,7 @@ def cmd_predict(args) -> int:
     scores = _load(args)
     model = _fit(args, scores)
     observed = parse_observed(args.observed)
-    pred = model.predict(observed, level=args.level)
+    pred = model.predict(observed, level=args.level, method=args.method)
     payload = pred.to_dict()
     blocks = []
     pct = f"{100 * args.level:g}%"
@@ -212,7 +220,7 @@ def cmd_evaluate(args) -> int:
         common["transform"] = args.transform
     elif args.transform != "none":
         raise ValueError("--transform is not supported by the oracle protocol")
-    label = {"cv": "folds", "oracle": "subsets"}.get(args.protocol, "splits")
+    label = {"cv": "folds", "oracle": "subsets", "complete": "fits"}.get(args.protocol, "splits")
     progress = Progress(label, enabled=False if args.quiet else None)
     try:
         if args.protocol == "cv":
@@ -228,6 +236,10 @@ def cmd_evaluate(args) -> int:
                     client.close()
         elif args.protocol == "extrapolation":
             result = extrapolate(scores, **common)
+        elif args.protocol == "complete":
+            methods = tuple(_names(args.methods)) if args.methods else tuple(COMPLETERS)
+            result = evaluate_completion(scores, methods=methods, hide=args.hide,
+                                         seed=args.seed, progress=progress)
         else:
             result = oracle_subsets(
                 scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
@@ -238,6 +250,20 @@ def cmd_evaluate(args) -> int:
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     head = f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s"
+    if args.protocol == "complete":
+        rows = [
+            [r.method, r.medape, r.median_ae, r.within3, r.within5, r.coverage,
+             r.interval_coverage]
+            for r in result.rows
+        ]
+        text = (
+            f"complete: each model with >= 8 scores hides {100 * result.hide:g}% of them, "
+            f"{result.folds} folds, {head}; best at full coverage: {result.default}\n"
+            + _table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
+                      "interval cov %"], rows)
+        )
+        _emit(args, payload, text)
+        return 0
     if args.protocol == "oracle":
         rows = [
             [r.k, r.subsets, r.r2_oracle, *r.r2_greedy.values(), ", ".join(r.best)]
@@ -378,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "object file, or a wide CSV of one or more new models")
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
+    p.add_argument("--method", choices=list(COMPLETERS), default="gaussian",
+                   help="predictor (default gaussian: the conditional distribution, best in "
+                   "'benchsel evaluate --protocol complete' on every bundled leaderboard)")
     _add_output(p)
     p.set_defaults(func=cmd_predict)
 
@@ -385,10 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="cross-validate selection + prediction on held-out models"
     )
     _add_data(p)
-    p.add_argument("--protocol", choices=["cv", "extrapolation", "oracle"], default="cv",
+    p.add_argument("--protocol", choices=["cv", "extrapolation", "complete", "oracle"],
+                   default="cv",
                    help="cv: K folds over models (Smola 2026, Sec. 5.1); extrapolation: fit "
-                   "on the weakest 50%% of models, test on the strongest 30%%; oracle: best "
-                   "subsets of size <= --k-max by exhaustive search under the cv folds")
+                   "on the weakest 50%% of models, test on the strongest 30%%; complete: hide "
+                   "cells of models with >= 8 scores and fill them back (matrix completion); "
+                   "oracle: best subsets of size <= --k-max by exhaustive search")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of folds (default 10)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")
@@ -401,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="run cv folds on a dask.distributed cluster (scheduler address, or "
                    "'local' for a local cluster; needs benchsel[dask])")
+    p.add_argument("--hide", type=_fraction, default=0.5,
+                   help="complete: fraction of each model's scores hidden (default 0.5)")
+    p.add_argument("--methods",
+                   help=f"complete: comma-separated methods (default all: {', '.join(COMPLETERS)})")
     p.add_argument("--max-subsets", type=_positive_int, default=50_000,
                    help="oracle: refuse a k with more subsets than this (default 50000)")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")

@@ -1,5 +1,6 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
+from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
 from .cv import CVResult, CVRow, cross_validate, extrapolate
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
 from .metrics import (
@@ -18,7 +19,11 @@ __all__ = [
     "CVRow",
     "Fold",
     "Spectrum",
+    "CompletionResult",
+    "CompletionRow",
+    "completion_masks",
     "cross_validate",
+    "evaluate_completion",
     "extrapolate",
     "gaussian_entropy",
     "gaussian_mutual_information",

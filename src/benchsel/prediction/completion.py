@@ -1,0 +1,301 @@
+"""Matrix completion: fill every missing cell of a leaderboard, with error bars.
+
+Each completer maps a models x items array (NaN = missing) to predicted means
+and standard deviations for every cell (observed cells keep their value and
+get ``std = 0``); a cell it cannot predict stays NaN. The methods:
+
+* ``mean`` -- the benchmark's mean over the models that have it.
+* ``gaussian`` / ``gaussian-em`` -- the Gaussian conditional mean and variance
+  given all of a model's observed scores, with the ``em-shrink`` / paper
+  ``em`` covariance.
+* ``svd`` -- rank-2 soft-impute SVD in logit space for percentage-scale
+  columns (standardized units otherwise).
+* ``ridge`` -- per cell, ridge regression on the 5 benchmarks most correlated
+  with the target that the model has, in logit space.
+* ``svd+ridge`` -- their average where both predict (the published blend).
+* ``gaussian+svd`` -- the average of ``gaussian`` and ``svd``.
+
+Percentage-scale columns are those with all scores in ``[0, 100]``; scores
+in ``[0, 1]`` are taken as fractions.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logit
+from scipy.stats import norm
+
+from ..gaussian.conditional import conditional_moments
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
+from ..matrix import Standardizer
+
+__all__ = [
+    "Completion",
+    "COMPLETERS",
+    "complete",
+    "complete_new_rows",
+    "interval",
+    "percent_scale",
+]
+
+_EPS = 1e-3
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Predicted mean and standard deviation for every cell (NaN where not predicted)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+
+
+def percent_scale(values: np.ndarray) -> np.ndarray:
+    """Per column: 1 for fractions in [0, 1], 100 for percentages in [0, 100], NaN otherwise."""
+    with np.errstate(all="ignore"):
+        low = np.nanmin(values, axis=0)
+        high = np.nanmax(values, axis=0)
+    return np.where(low < 0, np.nan, np.where(high <= 1, 1.0, np.where(high <= 100, 100.0, np.nan)))
+
+
+class _Latent:
+    """Logit of percentage-scale columns, then standardization (shared by svd and ridge)."""
+
+    def __init__(self, values: np.ndarray):
+        self.scale = percent_scale(values)
+        self.logit = ~np.isnan(self.scale)
+        lat = self._forward(values)
+        self.std = Standardizer.fit(lat)
+        self.z = self.std.transform(lat)
+
+    def _forward(self, values):
+        out = np.array(values, dtype=float, copy=True)
+        on = self.logit
+        out[:, on] = logit(np.clip(out[:, on] / self.scale[on], _EPS, 1 - _EPS))
+        return out
+
+    def back(self, z: np.ndarray) -> np.ndarray:
+        lat = self.std.inverse(z)
+        on = self.logit
+        lat[:, on] = expit(lat[:, on]) * self.scale[on]
+        return lat
+
+    def back_std(self, z: np.ndarray, z_std: np.ndarray) -> np.ndarray:
+        """Delta-method standard deviation in score units."""
+        slope = np.broadcast_to(self.std.scale, z.shape).copy()
+        on = self.logit
+        p = expit(self.std.inverse(z)[:, on])
+        slope[:, on] *= p * (1 - p) * self.scale[on]
+        return z_std * slope
+
+
+def _finish(values, mean, std) -> Completion:
+    observed = ~np.isnan(values)
+    return Completion(np.where(observed, values, mean), np.where(observed, 0.0, std))
+
+
+def complete_mean(values: np.ndarray) -> Completion:
+    """Column means; the error bar is the column's standard deviation.
+
+    A column with a single observed score has no spread of its own; it gets
+    the median coefficient of variation of the other columns times its value.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mu = np.nanmean(values, axis=0)
+        sd = np.nanstd(values, axis=0, ddof=1)
+        ratio = np.abs(sd / mu)
+    ratio = ratio[np.isfinite(ratio)]
+    cv = float(np.median(ratio)) if ratio.size else 0.0
+    sd = np.where(np.isnan(sd), cv * np.abs(mu), sd)
+    shape = values.shape
+    return _finish(values, np.broadcast_to(mu, shape), np.broadcast_to(sd, shape))
+
+
+def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
+    std = Standardizer.fit(values)
+    cols = np.flatnonzero(~std.constant)
+    # Columns that cannot be standardized fall back to their mean.
+    fallback = complete_mean(values)
+    mean, sd = fallback.mean.copy(), fallback.std.copy()
+    z = std.transform(values[:, cols], cols)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = estimate_covariance(z, covariance)
+    mu, var = conditional_moments(z, est.mean, est.covariance)
+    mean[:, cols] = std.inverse(mu, cols)
+    sd[:, cols] = np.sqrt(var) * std.scale[cols]
+    return _finish(values, mean, sd)
+
+
+def complete_gaussian(values: np.ndarray) -> Completion:
+    return _complete_gaussian(values, "auto")
+
+
+def complete_gaussian_em(values: np.ndarray) -> Completion:
+    return _complete_gaussian(values, "em")
+
+
+def complete_svd(
+    values: np.ndarray, rank: int = 2, shrink: float = 0.0, max_iter: int = 500, tol: float = 1e-6
+) -> Completion:
+    """Soft-impute (Mazumder et al. 2010) capped at ``rank`` in latent units.
+
+    Missing cells start at the column mean (0 in standardized units); each
+    iteration replaces them by the rank-``rank`` reconstruction with singular
+    values shrunk by ``shrink``. The error bar of a column is the root mean
+    square of its observed cells' reconstruction residuals.
+    """
+    lat = _Latent(values)
+    z = lat.z
+    observed = ~np.isnan(z)
+    filled = np.where(observed, z, 0.0)
+    recon = filled
+    for _ in range(max_iter):
+        u, s, vt = np.linalg.svd(filled, full_matrices=False)
+        s = np.maximum(s[:rank] - shrink, 0.0)
+        recon = (u[:, :rank] * s) @ vt[:rank]
+        new = np.where(observed, z, recon)
+        change = np.linalg.norm(new - filled) / max(np.linalg.norm(filled), 1e-12)
+        filled = new
+        if change < tol:
+            break
+    resid = np.where(observed, z - recon, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rmse = np.sqrt(np.nanmean(resid**2, axis=0))
+    z_std = np.broadcast_to(rmse, z.shape)
+    return _finish(values, lat.back(recon), lat.back_std(recon, z_std))
+
+
+def _pair_correlations(z: np.ndarray, min_pairs: int = 5) -> np.ndarray:
+    observed = ~np.isnan(z)
+    o = observed.astype(float)
+    zf = np.where(observed, z, 0.0)
+    counts = o.T @ o
+    sx = zf.T @ o  # sum of column a over rows where b observed
+    sxx = (zf**2).T @ o
+    sxy = zf.T @ zf
+    with np.errstate(all="ignore"):
+        cov = sxy / counts - (sx / counts) * (sx.T / counts)
+        var_a = sxx / counts - (sx / counts) ** 2
+        corr = cov / np.sqrt(var_a * var_a.T)
+    corr[(counts < min_pairs) | ~np.isfinite(corr)] = 0.0
+    np.fill_diagonal(corr, 0.0)
+    return corr
+
+
+def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0) -> Completion:
+    """Per missing cell: ridge on the most correlated benchmarks the model has.
+
+    For target column ``j`` the candidates are the ``n_predictors`` columns
+    most correlated with ``j`` (absolute pairwise correlation over
+    co-observed models, latent units); a cell uses those its model
+    observed, and the fit uses the models that have ``j`` and all of them.
+    The error bar is the in-sample residual standard deviation, inflated
+    by ``sqrt(n / (n - p - 1))``. Cells whose model has none of the
+    candidates, or whose fit would have fewer than ``p + 3`` models, are
+    left unpredicted.
+    """
+    lat = _Latent(values)
+    z = lat.z
+    observed = ~np.isnan(z)
+    corr = np.abs(_pair_correlations(z))
+    mean = np.full(z.shape, np.nan)
+    sd = np.full(z.shape, np.nan)
+    cache: dict[tuple, tuple] = {}
+    for j in range(z.shape[1]):
+        top = [c for c in np.argsort(-corr[:, j])[:n_predictors] if corr[c, j] > 0]
+        for i in np.flatnonzero(~observed[:, j]):
+            use = tuple(c for c in top if observed[i, c])
+            if not use:
+                continue
+            key = (j, use)
+            if key not in cache:
+                rows = observed[:, j] & observed[:, list(use)].all(axis=1)
+                n, p = int(rows.sum()), len(use)
+                if n < p + 3:
+                    cache[key] = None
+                else:
+                    x = z[np.ix_(rows, list(use))]
+                    y = z[rows, j]
+                    xm, ym = x.mean(axis=0), y.mean()
+                    xc = x - xm
+                    beta = np.linalg.solve(xc.T @ xc + alpha * np.eye(p), xc.T @ (y - ym))
+                    resid = y - ym - xc @ beta
+                    s = np.sqrt(resid @ resid / (n - p - 1))
+                    cache[key] = (xm, ym, beta, s)
+            fit = cache[key]
+            if fit is None:
+                continue
+            xm, ym, beta, s = fit
+            mean[i, j] = ym + (z[i, list(use)] - xm) @ beta
+            sd[i, j] = s
+    pred = np.where(np.isnan(mean), 0.0, mean)
+    out_mean = np.where(np.isnan(mean), np.nan, lat.back(pred))
+    out_sd = np.where(np.isnan(sd), np.nan, lat.back_std(pred, np.nan_to_num(sd)))
+    return _finish(values, out_mean, out_sd)
+
+
+def _blend(first: Completion, second: Completion) -> Completion:
+    """Average where both predict, else whichever does; std of the average of the two."""
+    m1, m2, s1, s2 = first.mean, second.mean, first.std, second.std
+    both = ~np.isnan(m1) & ~np.isnan(m2)
+    mean = np.where(both, 0.5 * (m1 + m2), np.where(np.isnan(m1), m2, m1))
+    # Errors of the two are positively correlated; the mean of the two
+    # standard deviations is a conservative width for their average.
+    std = np.where(both, 0.5 * (s1 + s2), np.where(np.isnan(m1), s2, s1))
+    return Completion(mean, std)
+
+
+def complete_svd_ridge(values: np.ndarray) -> Completion:
+    return _blend(complete_svd(values), complete_ridge(values))
+
+
+def complete_gaussian_svd(values: np.ndarray) -> Completion:
+    return _blend(complete_gaussian(values), complete_svd(values))
+
+
+COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
+    "mean": complete_mean,
+    "gaussian-em": complete_gaussian_em,
+    "gaussian": complete_gaussian,
+    "svd": complete_svd,
+    "ridge": complete_ridge,
+    "svd+ridge": complete_svd_ridge,
+    "gaussian+svd": complete_gaussian_svd,
+}
+
+
+def complete(values: np.ndarray, method: str = "gaussian") -> Completion:
+    """Complete ``values`` with the named method (see :data:`COMPLETERS`)."""
+    try:
+        fn = COMPLETERS[method]
+    except KeyError:
+        raise ValueError(
+            f"completion method must be one of {', '.join(COMPLETERS)}; got {method!r}"
+        ) from None
+    return fn(np.asarray(values, dtype=float))
+
+
+def complete_new_rows(
+    train: np.ndarray, new: np.ndarray, method: str
+) -> Completion:
+    """Predict the missing cells of ``new`` rows by completing ``train`` stacked on them.
+
+    Transductive: the new rows take part in the fit, as in the ``complete``
+    protocol.
+    """
+    stacked = np.vstack([np.asarray(train, float), np.asarray(new, float)])
+    res = complete(stacked, method)
+    rows = slice(train.shape[0], None)
+    return Completion(res.mean[rows], res.std[rows])
+
+
+def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Central Gaussian interval ``mean +- z * std``."""
+    half = norm.ppf(0.5 + level / 2) * completion.std
+    return completion.mean - half, completion.mean + half

@@ -1,0 +1,124 @@
+"""Matrix completion: methods, the complete protocol's bookkeeping and metrics."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchsel import GaussianModel, ScoreMatrix, load_dataset
+from benchsel.cli import main
+from benchsel.evaluation import completion_masks, evaluate_completion
+from benchsel.prediction import COMPLETERS, complete, percent_scale
+
+
+def rank2_percentages(m=60, n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(m, 2)), rng.normal(size=(2, n))
+    return 50 + 10 * (a @ b) / 2
+
+
+def test_masks_hide_about_h_of_each_eligible_model_once():
+    rng = np.random.default_rng(1)
+    observed = rng.random((40, 20)) < 0.6
+    observed[:5, :] = False
+    observed[:5, :5] = True  # 5 observed: not eligible
+    masks = completion_masks(observed, hide=0.5, folds=3, min_observed=8, seed=2)
+    assert len(masks) == 3
+    total = sum(m.astype(int) for m in masks)
+    assert total.max() == 1 and not (total.astype(bool) & ~observed).any()
+    hidden_models = total.any(axis=1)
+    counts = observed.sum(axis=1)
+    assert np.array_equal(hidden_models, counts >= 8)
+    for i in np.flatnonzero(hidden_models):
+        assert total[i].sum() == min(max(1, round(0.5 * counts[i])), counts[i] - 1)
+    sizes = [m.any(axis=1).sum() for m in masks]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_metrics_of_the_mean_method_by_hand():
+    values = rank2_percentages()
+    values[np.random.default_rng(3).random(values.shape) < 0.2] = np.nan
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(60)], [f"b{j}" for j in range(12)])
+    res = evaluate_completion(scores, methods=("mean",), seed=4)
+    masks = completion_masks(~np.isnan(values), 0.5, 3, 8, seed=4)
+    true, pred, sd = [], [], []
+    for mask in masks:
+        train = np.where(mask, np.nan, values)
+        mu, s = np.nanmean(train, axis=0), np.nanstd(train, axis=0, ddof=1)
+        rows, cols = np.nonzero(mask)
+        true.append(values[rows, cols])
+        pred.append(mu[cols])
+        sd.append(s[cols])
+    true, pred, sd = map(np.concatenate, (true, pred, sd))
+    err = np.abs(pred - true)
+    row = res.row("mean")
+    assert row.medape == pytest.approx(np.median(100 * err / np.abs(true)))
+    assert row.median_ae == pytest.approx(np.median(err))  # percentage scale: points = units
+    assert row.within3 == pytest.approx(100 * np.mean(err <= 3))
+    assert row.interval_coverage == pytest.approx(100 * np.mean(err <= 1.6448536269514722 * sd))
+    assert row.coverage == 100.0 and row.cells == true.size
+
+
+def test_every_method_fills_hidden_cells_and_keeps_observed_ones():
+    values = rank2_percentages()
+    hidden = np.random.default_rng(5).random(values.shape) < 0.3
+    train = np.where(hidden, np.nan, values)
+    for method in COMPLETERS:
+        res = complete(train, method)
+        np.testing.assert_array_equal(res.mean[~hidden], values[~hidden])
+        np.testing.assert_array_equal(res.std[~hidden], 0.0)
+        got = ~np.isnan(res.mean[hidden])
+        assert got.mean() > (0.7 if method == "ridge" else 0.999)  # ridge may decline
+        assert np.all(res.std[hidden][got] >= 0)
+
+
+def test_low_rank_methods_recover_exact_low_rank_data():
+    """Noise-free rank-2 percentages inside (0, 100): SVD and Gaussian are near exact,
+    the column mean is not."""
+    values = rank2_percentages()
+    hidden = np.random.default_rng(6).random(values.shape) < 0.3
+    train = np.where(hidden, np.nan, values)
+    err = {m: np.median(np.abs(complete(train, m).mean[hidden] - values[hidden]))
+           for m in ("mean", "gaussian", "svd")}
+    assert err["gaussian"] < 0.05 * err["mean"]
+    assert err["svd"] < 0.2 * err["mean"]
+
+
+def test_gaussian_completion_is_the_conditional_mean():
+    data = load_dataset("wildbench")
+    values = data.values.copy()
+    values[:5, :6] = np.nan
+    res = complete(values, "gaussian")
+    model = GaussianModel().fit(ScoreMatrix(values, data.models, data.items))
+    pred = model.predict(ScoreMatrix(values[:5], data.models[:5], data.items))
+    np.testing.assert_allclose(res.mean[:5], pred.mean, rtol=1e-9)
+    np.testing.assert_allclose(res.std[:5], pred.std, rtol=1e-9)
+
+
+def test_percent_scale_detection():
+    x = np.array([[0.2, 50.0, -1.0, 300.0], [0.9, 99.0, 2.0, 100.0]])
+    np.testing.assert_array_equal(percent_scale(x), [1.0, 100.0, np.nan, np.nan])
+
+
+def test_merged_completion_beats_the_mean_with_calibrated_intervals():
+    res = evaluate_completion(load_dataset("merged"), methods=("mean", "gaussian", "svd+ridge"))
+    assert res.default == "gaussian"
+    g = res.row("gaussian")
+    assert g.medape < 0.5 * res.row("mean").medape
+    assert g.coverage == 100.0 and 85 <= g.interval_coverage <= 95
+
+
+def test_cli_complete_json_and_predict_method(capsys):
+    assert main(["evaluate", "wildbench", "--protocol", "complete", "--methods",
+                 "mean,gaussian,svd", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "complete" and out["default"] == "gaussian"
+    keys = {"method", "medape", "median_ae", "within3", "within5", "coverage",
+            "interval_coverage"}
+    assert all(keys <= set(m) for m in out["methods"]) and len(out["methods"]) == 3
+    assert main(["predict", "helm_lite", "--observed", "GSM8K=0.6,MMLU=0.6", "--method",
+                 "svd+ridge", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "svd+ridge" and len(out["predictions"]) == 9
+    with pytest.raises(SystemExit):
+        main(["predict", "helm_lite", "--observed", "GSM8K=0.6", "--method", "knn"])
