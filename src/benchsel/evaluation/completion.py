@@ -29,6 +29,7 @@ import numpy as np
 
 from ..matrix import ScoreMatrix
 from ..prediction.completion import COMPLETERS, complete, interval
+from .metrics import json_record
 
 __all__ = ["CompletionRow", "CompletionResult", "evaluate_completion", "completion_masks"]
 
@@ -45,11 +46,7 @@ class CompletionRow:
     cells: int
 
     def to_dict(self) -> dict:
-        out = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            out[name] = None if isinstance(value, float) and np.isnan(value) else value
-        return out
+        return json_record(self)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..transforms import make_transform
 from .metrics import (
     gaussian_entropy,
     gaussian_mutual_information,
+    json_record,
     nogueira_stability,
     r2_against_zero,
 )
@@ -58,11 +59,7 @@ class CVRow:
 
     def to_dict(self) -> dict:
         """Plain values for JSON; a figure no fold could compute is ``None``, not NaN."""
-        out = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            out[name] = None if isinstance(value, float) and np.isnan(value) else value
-        return out
+        return json_record(self)
 
 
 @dataclass(frozen=True)

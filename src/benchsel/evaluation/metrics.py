@@ -7,12 +7,25 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "json_record",
     "r2_against_zero",
     "interval_coverage",
     "nogueira_stability",
     "gaussian_entropy",
     "gaussian_mutual_information",
 ]
+
+
+def json_record(row) -> dict:
+    """A result dataclass as plain JSON values: a figure that could not be
+    computed (NaN or infinite) becomes ``None``, so the JSON stays valid."""
+    out = {}
+    for name in row.__dataclass_fields__:
+        value = getattr(row, name)
+        if isinstance(value, float) and not np.isfinite(value):
+            value = None
+        out[name] = value
+    return out
 
 
 def r2_against_zero(y: np.ndarray, pred: np.ndarray) -> float:

@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
 from ..matrix import ScoreMatrix, Standardizer
 from .cv import _check_common, cross_validate
+from .metrics import json_record
 from .splits import kfold_with_holdout
 
 __all__ = ["OracleRow", "OracleResult", "oracle_subsets"]
@@ -38,13 +39,12 @@ class OracleRow:
     r2_greedy: dict
 
     def to_dict(self) -> dict:
-        return {
-            "k": self.k,
-            "subsets": self.subsets,
-            "best": list(self.best),
-            "r2_oracle": self.r2_oracle,
-            **{f"r2_{obj}": value for obj, value in self.r2_greedy.items()},
-        }
+        out = json_record(self)
+        del out["r2_greedy"]
+        out.update(
+            {f"r2_{obj}": v if np.isfinite(v) else None for obj, v in self.r2_greedy.items()}
+        )
+        return out
 
 
 @dataclass(frozen=True)
