@@ -12,7 +12,7 @@ from scipy.stats import norm
 from .._linalg import cholesky
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
-from ..transforms import ScoreTransform, make_transform
+from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance
 
@@ -173,9 +173,12 @@ class GaussianModel:
     estimate_ : CovarianceEstimate
         Mean and covariance in standardized units, and how they were fitted.
     mean_ : ndarray
-        Means in original units.
+        Means in the items' original units.
+    transform_ : ScoreTransform
+        The fitted per-column transform (identity for ``"none"``).
     covariance_ : ndarray
-        Covariance in original units.
+        Covariance in the items' units (logit units under the logit
+        transform).
     item_max_ : ndarray
         Best standardized score of any training model on each item.
     """
@@ -210,6 +213,10 @@ class GaussianModel:
             raise ValueError(f"floor must be a positive number; got {self.floor!r}")
         if not (np.isfinite(self.ridge) and self.ridge >= 0):
             raise ValueError(f"ridge must be a non-negative number; got {self.ridge!r}")
+        if self.transform not in TRANSFORMS:
+            raise ValueError(
+                f"transform must be one of {', '.join(TRANSFORMS)}; got {self.transform!r}"
+            )
 
     def fit(self, scores: ScoreMatrix) -> GaussianModel:
         """Estimate the mean and covariance from a score matrix.
