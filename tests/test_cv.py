@@ -1,6 +1,8 @@
 """Cross-validation bookkeeping: folds, leakage, metrics against hand-computed values."""
 
 import json
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -37,7 +39,9 @@ def test_folds_are_balanced_disjoint_and_sized(m, folds, holdout):
     for f in splits:
         assert not set(f.train.tolist()) & set(f.validation.tolist())
         pool = m - f.validation.size
-        assert f.train.size == min(int(np.floor((1 - holdout) * m)), pool)
+        # floor((1 - p) M) in exact arithmetic (0.1 * 100 is not 10 in floats)
+        exact = math.floor((1 - Fraction(str(holdout))) * m)
+        assert f.train.size == min(exact, pool)
         assert len(set(f.train.tolist())) == f.train.size
 
 

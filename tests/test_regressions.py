@@ -7,7 +7,14 @@ import pandas as pd
 import pytest
 
 import benchsel
-from benchsel import DataWarning, GaussianModel, ScoreMatrix, em_covariance, read_scores
+from benchsel import (
+    DataWarning,
+    GaussianModel,
+    ScoreMatrix,
+    em_covariance,
+    load_dataset,
+    read_scores,
+)
 from benchsel.cli import main
 from benchsel.datasets import bundled_path
 from benchsel.io import read_costs
@@ -130,3 +137,81 @@ def test_cv_json_has_no_nan_and_tiny_data_is_a_clear_error(capsys):
     scores = ScoreMatrix(x, [f"m{i}" for i in range(20)], list("abcd"))
     out = benchsel.evaluation.cross_validate(scores, k_max=3, folds=4).to_dict()
     json.dumps(out, allow_nan=False)  # raises on NaN
+
+
+# ---------------------------------------------------------------- second review
+
+
+def test_predict_with_a_partial_method_falls_back_and_writes_valid_json(capsys):
+    assert main(["predict", "merged", "--observed", "arena_hard/score=50", "--method",
+                 "ridge", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "fall back to the Gaussian" in captured.err
+    out = json.loads(captured.out)  # json.loads accepts NaN; check explicitly
+    assert all(np.isfinite(r["mean"]) and np.isfinite(r["std"]) for r in out["predictions"])
+
+
+def test_logit_transform_still_flags_scores_above_the_training_max():
+    data = load_dataset("mteb")
+    top = {c: float(np.nanmax(data.to_frame()[c])) + 0.001 for c in data.items[:3]}
+    for transform in ("none", "logit"):
+        flags = GaussianModel(transform=transform).fit(data).predict(top).extrapolation[0]
+        assert flags["flag"] and flags["items_above_training_max"] == 3
+
+
+def test_oracle_on_a_three_item_board(capsys):
+    assert main(["evaluate", "livebench", "--protocol", "oracle", "--k-max", "3"]) == 1
+    assert "leaves nothing to predict" in capsys.readouterr().err
+    assert main(["evaluate", "livebench", "--protocol", "oracle", "--k-max", "2", "--json",
+                 "--quiet"]) == 0
+    json.loads(capsys.readouterr().out)
+
+
+def test_model_left_with_no_score_after_dropping_a_constant_column(tmp_path, capsys):
+    rows = ["model,a,b,flat"] + [f"m{i},{i},{i * i % 7},3" for i in range(6)] + ["lonely,,,3"]
+    path = tmp_path / "constrow.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["select", str(path), "-k", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert "DPOTRI" not in captured.out + captured.err
+
+
+def test_training_size_is_the_exact_floor():
+    from benchsel.evaluation import kfold_with_holdout
+
+    for m in (10, 30, 50, 100):
+        assert kfold_with_holdout(m, 10, 0.9, 0)[0].train.size == m // 10
+
+
+def test_svd_leaves_a_column_nobody_observed_unpredicted():
+    from benchsel.prediction import complete
+
+    rng = np.random.default_rng(0)
+    x = 50 + 10 * rng.normal(size=(20, 5))
+    x[:, 4] = np.nan
+    res = complete(x, "svd")
+    assert np.isnan(res.mean[:, 4]).all() and not np.isnan(res.mean[:, :4]).any()
+
+
+def test_mardia_refuses_collinear_columns_without_losing_shapiro_wilk():
+    from benchsel.evaluation import normality
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(40, 3))
+    x = np.column_stack([x, x.mean(axis=1)])  # an "average" column
+    report = normality(ScoreMatrix(x, [f"m{i}" for i in range(40)], list("abcd")))
+    assert report.mardia is None and "singular" in report.mardia_note
+    assert len(report.items) == 4
+
+
+def test_cli_rejects_options_a_protocol_ignores(capsys):
+    assert main(["evaluate", "helm_lite", "--protocol", "complete", "--covariance", "em"]) == 1
+    assert "does not apply" in capsys.readouterr().err
+    assert main(["evaluate", "helm_lite", "--protocol", "complete", "--transform", "logit"]) == 1
+    assert main(["evaluate", "wildbench", "--protocol", "complete", "--folds", "4", "--json",
+                 "--methods", "mean", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["folds"] == 4
+    with pytest.raises(SystemExit) as exit_info:
+        main(["diagnose", "helm_lite", "--transform", "logit"])
+    assert exit_info.value.code == 2

@@ -54,7 +54,8 @@ def _table(headers: list[str], rows: list[list]) -> str:
 
 
 def _emit(args, payload: dict, text: str) -> None:
-    out = json.dumps(payload, indent=2) + "\n" if args.json else text + "\n"
+    # allow_nan=False: a NaN that slipped through is an error, never invalid JSON.
+    out = json.dumps(payload, indent=2, allow_nan=False) + "\n" if args.json else text + "\n"
     if args.output:
         write_text_atomic(args.output, out, protect=_inputs(args))
     else:
@@ -213,13 +214,21 @@ def _dask_client(address: str | None):
 
 def cmd_evaluate(args) -> int:
     scores = _load(args)
+    args.folds_given = args.folds is not None
+    if args.folds is None:
+        args.folds = 10
     objectives = tuple(_names(args.objectives))
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
-    if args.protocol != "oracle":
+    if args.protocol in ("cv", "extrapolation"):
         common["transform"] = args.transform
     elif args.transform != "none":
-        raise ValueError("--transform is not supported by the oracle protocol")
+        raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
+    if args.protocol == "complete" and args.covariance != "auto":
+        raise ValueError(
+            "--covariance does not apply to the complete protocol: it compares the "
+            "'gaussian' (em-shrink) and 'gaussian-em' (paper) methods itself"
+        )
     label = {"cv": "folds", "oracle": "subsets", "complete": "fits"}.get(args.protocol, "splits")
     progress = Progress(label, enabled=False if args.quiet else None)
     try:
@@ -239,6 +248,7 @@ def cmd_evaluate(args) -> int:
         elif args.protocol == "complete":
             methods = tuple(_names(args.methods)) if args.methods else tuple(COMPLETERS)
             result = evaluate_completion(scores, methods=methods, hide=args.hide,
+                                         folds=args.folds if args.folds_given else 3,
                                          seed=args.seed, progress=progress)
         else:
             result = oracle_subsets(
@@ -328,7 +338,7 @@ def cmd_diagnose(args) -> int:
 
 
 # ------------------------------------------------------------------- parser
-def _add_data(p: argparse.ArgumentParser) -> None:
+def _add_data(p: argparse.ArgumentParser, model_options: bool = True) -> None:
     p.add_argument("data", metavar="DATA",
                    help="score matrix file (CSV/TSV/Parquet/NPZ) or a bundled dataset name")
     g = p.add_argument_group("input format")
@@ -338,6 +348,8 @@ def _add_data(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model-column", help="column with model names (wide: first column)")
     g.add_argument("--item-column", help="long format: benchmark column (default: benchmark)")
     g.add_argument("--score-column", help="long format: score column (default: score)")
+    if not model_options:
+        return
     p.add_argument("--covariance", choices=COVARIANCE_METHODS, default="auto",
                    help="covariance estimator: em (the paper's EM), em-shrink (EM with "
                    "correlation shrinkage), pairwise; default auto = pairwise if the matrix "
@@ -405,8 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
     p.add_argument("--method", choices=list(COMPLETERS), default="gaussian",
-                   help="predictor (default gaussian: the conditional distribution, best in "
-                   "'benchsel evaluate --protocol complete' on every bundled leaderboard)")
+                   help="predictor (default gaussian: the conditional distribution; compare "
+                   "methods on your data with 'benchsel evaluate DATA --protocol complete')")
     _add_output(p)
     p.set_defaults(func=cmd_predict)
 
@@ -420,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "on the weakest 50%% of models, test on the strongest 30%%; complete: hide "
                    "cells of models with >= 8 scores and fill them back (matrix completion); "
                    "oracle: best subsets of size <= --k-max by exhaustive search")
-    p.add_argument("--folds", type=_positive_int, default=10, help="number of folds (default 10)")
+    p.add_argument("--folds", type=_positive_int, default=None,
+                   help="number of folds (default 10; 3 for the complete protocol)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")
     p.add_argument("--k-max", type=_positive_int, default=15,
@@ -443,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("diagnose", help="normality tests: Shapiro-Wilk per benchmark, Mardia")
-    _add_data(p)
+    _add_data(p, model_options=False)
     p.add_argument("--alpha", type=_fraction, default=0.05,
                    help="false discovery rate for the Benjamini-Hochberg correction")
     p.add_argument("--show", type=_positive_int, default=15,

@@ -79,6 +79,10 @@ def completion_masks(
     """One boolean mask of hidden cells per fold (see the module docstring)."""
     if not 0 < hide < 1:
         raise ValueError(f"hide must be in (0, 1); got {hide!r}")
+    if min_observed < 2:
+        raise ValueError(
+            f"min_observed must be at least 2 (one hidden, one kept); got {min_observed}"
+        )
     rng = np.random.default_rng(seed)
     counts = observed.sum(axis=1)
     eligible = np.flatnonzero(counts >= min_observed)

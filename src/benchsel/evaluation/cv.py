@@ -95,7 +95,8 @@ class CVResult:
             "protocol": self.protocol,
             "dataset": self.dataset,
             "folds": self.folds,
-            "holdout": self.holdout,
+            # The extrapolation split has no holdout fraction, only weak/strong shares.
+            "holdout": self.holdout if self.protocol == "cv" else None,
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.rows],
             "orders": self.orders,

@@ -96,6 +96,13 @@ def mardia(x: np.ndarray) -> dict:
         raise ValueError(f"Mardia's tests need more complete rows ({m}) than variables ({n})")
     centred = x - x.mean(axis=0)
     cov = centred.T @ centred / m
+    w = np.linalg.eigvalsh(cov)
+    if w[0] <= 1e-10 * max(w[-1], np.finfo(float).tiny):
+        raise ValueError(
+            "the covariance of the complete rows is singular (some benchmarks are exact "
+            "linear combinations of others, e.g. an average column); Mardia's tests need "
+            "it to be invertible"
+        )
     d = centred @ np.linalg.solve(cov, centred.T)  # d_ij
     b1 = float(np.sum(d**3) / m**2)
     b2 = float(np.mean(np.diag(d) ** 2))
@@ -125,7 +132,10 @@ def normality(scores: ScoreMatrix, alpha: float = 0.05) -> NormalityReport:
     result = None
     x = scores.values[complete][:, varying] if complete.any() else np.zeros((0, 0))
     if x.shape[0] > x.shape[1] + 1 and x.shape[1] > 0:
-        result = mardia(x)
+        try:
+            result = mardia(x)
+        except ValueError as err:
+            note = str(err)
     else:
         note = (
             f"only {int(complete.sum())} model(s) are observed on every benchmark; Mardia's "

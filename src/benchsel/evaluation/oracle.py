@@ -108,6 +108,13 @@ class _FoldScorer:
         return 1.0 - float(np.sum((y - pred[scored]) ** 2) / np.sum(y**2))
 
 
+def _greedy_r2(result, objective: str, k: int) -> float:
+    try:
+        return result.row(objective, k).r2_mean
+    except KeyError:  # no fold could select k items
+        return float("nan")
+
+
 def oracle_subsets(
     scores: ScoreMatrix,
     *,
@@ -138,6 +145,10 @@ def oracle_subsets(
     """
     scores = _check_common(scores, objectives, k_max)
     n = scores.n_items
+    if k_max >= n:
+        raise ValueError(
+            f"k_max={k_max} leaves nothing to predict among {n} items; use k_max < {n}"
+        )
     for k in range(1, k_max + 1):
         if comb(n, k) > max_subsets:
             raise ValueError(
@@ -169,9 +180,9 @@ def oracle_subsets(
                 OracleRow(
                     k=k,
                     subsets=comb(n, k),
-                    best=[scores.items[j] for j in best],
-                    r2_oracle=best_r2,
-                    r2_greedy={obj: greedy.row(obj, k).r2_mean for obj in objectives},
+                    best=[] if best is None else [scores.items[j] for j in best],
+                    r2_oracle=best_r2 if best is not None else float("nan"),
+                    r2_greedy={obj: _greedy_r2(greedy, obj, k) for obj in objectives},
                 )
             )
     return OracleResult(

@@ -36,8 +36,9 @@ def kfold_with_holdout(
         ``M``, at least ``n_folds``.
     n_folds : int, default 10
     holdout : float in (0, 1), default 0.1
-        ``p``: at 0.1 the training set is the whole pool; at 0.9 it holds
-        about ``M / 10`` models.
+        ``p``: at 0.1 the training set is the pool or the pool less one model
+        (when the pool has ``ceil(0.9 M)`` models); at 0.9 it holds about
+        ``M / 10`` models.
     seed : int or numpy Generator, optional
 
     Returns
@@ -52,7 +53,8 @@ def kfold_with_holdout(
         raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
     rng = np.random.default_rng(seed)
     parts = np.array_split(rng.permutation(n_models), n_folds)
-    n_train = int(np.floor((1 - holdout) * n_models))
+    # The tolerance keeps (1 - 0.9) * 100 = 9.999999999999998 from flooring to 9.
+    n_train = int(np.floor((1 - holdout) * n_models + 1e-9))
     folds = []
     for f, validation in enumerate(parts):
         pool = np.concatenate([p for g, p in enumerate(parts) if g != f])

@@ -149,6 +149,9 @@ def _bucket_inverses(source: np.ndarray, bucket: _Bucket, ridge: float):
     logdet = np.empty(g_count)
     flat_source = source.ravel()
     for g, k in enumerate(bucket.sizes):
+        if k == 0:  # a row with nothing observed: its block is all padding
+            logdet[g] = 0.0
+            continue
         block = flat_source.take(bucket.block_flat[g]).reshape(k, k)
         lower[g, :k, :k], logdet[g] = _spd_inverse(block, ridge)
     lower[bucket.pad_pair] = bucket.pad_value

@@ -180,7 +180,7 @@ class GaussianModel:
         Covariance in the items' units (logit units under the logit
         transform).
     item_max_ : ndarray
-        Best standardized score of any training model on each item.
+        Best score of any training model on each item (original units).
     """
 
     def __init__(
@@ -266,8 +266,11 @@ class GaussianModel:
         self.standardizer_ = std
         self.transform_ = transform
         self.mean_ = transform.inverse(std.inverse(self.estimate_.mean))
-        self._z_train = z
-        self.item_max_ = np.nanmax(z, axis=0)
+        # Extrapolation is judged on the raw scores: a transform may clip
+        # everything above the training maximum onto it.
+        self._raw_standardizer = Standardizer.fit(scores.values)
+        self._z_raw = self._raw_standardizer.transform(scores.values)
+        self.item_max_ = np.nanmax(scores.values, axis=0)
         return self
 
     @property
@@ -437,8 +440,8 @@ class GaussianModel:
             ``gaussian``: this model's conditional distribution. Any other
             name of :data:`benchsel.prediction.COMPLETERS` completes the
             training matrix stacked on the new rows with that method instead
-            (the ``complete`` protocol compares them; ``gaussian`` had the
-            lowest error on every bundled leaderboard we measured).
+            (the ``complete`` protocol compares them); cells it cannot
+            predict fall back to the Gaussian conditional with a warning.
 
         Returns
         -------
@@ -457,13 +460,13 @@ class GaussianModel:
         spread = np.sqrt(var_z) * std.scale
         half = norm.ppf(0.5 + level / 2) * spread
         observed = ~np.isnan(x)
-        if method != "gaussian":
-            return self._predict_by_completion(models, x, z, level, method)
+        if method != "gaussian" and transform.name != "none":
+            raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
         # The transform is monotone: interval ends map through it; the
         # standard deviation by the delta method at the centre.
         mean = np.where(observed, x, transform.inverse(center))
-        return Prediction(
-            extrapolation=self._extrapolation(z),
+        gaussian = Prediction(
+            extrapolation=self._extrapolation(x),
             models=models,
             items=list(self.items_),
             mean=mean,
@@ -473,38 +476,51 @@ class GaussianModel:
             observed=observed,
             level=float(level),
         )
+        if method == "gaussian":
+            return gaussian
+        return self._predict_by_completion(models, x, gaussian, method)
 
-    def _predict_by_completion(self, models, x, z, level, method) -> Prediction:
+    def _predict_by_completion(self, models, x, gaussian: Prediction, method) -> Prediction:
         from ..prediction.completion import complete_new_rows, interval
 
         res = complete_new_rows(self.scores_.values, x, method)
-        low, high = interval(res, level)
+        low, high = interval(res, gaussian.level)
+        missed = np.isnan(res.mean) | np.isnan(res.std)
+        if missed.any():
+            warnings.warn(
+                f"{method} could not predict {int(missed.sum())} cell(s); they fall back to the "
+                "Gaussian conditional",
+                DataWarning,
+                stacklevel=3,
+            )
+        pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
         return Prediction(
-            extrapolation=self._extrapolation(z),
+            extrapolation=gaussian.extrapolation,
             models=models,
             items=list(self.items_),
-            mean=res.mean,
-            std=res.std,
-            low=low,
-            high=high,
+            mean=pick(res.mean, gaussian.mean),
+            std=pick(res.std, gaussian.std),
+            low=pick(low, gaussian.low),
+            high=pick(high, gaussian.high),
             observed=~np.isnan(x),
-            level=float(level),
+            level=gaussian.level,
             method=method,
         )
 
-    def _extrapolation(self, z: np.ndarray) -> list[dict]:
-        """How far each new model (standardized rows ``z``) lies outside the training range."""
+    def _extrapolation(self, x: np.ndarray) -> list[dict]:
+        """How far each new model (raw rows ``x``) lies outside the training range."""
+        z = self._raw_standardizer.transform(x)
         out = []
-        for row in z:
+        for raw, row in zip(x, z):
             seen = ~np.isnan(row)
             if not seen.any():
                 out.append({"flag": False, "strength": None, "strength_percentile": None,
                             "items_above_training_max": 0})
                 continue
             strength = float(row[seen].mean())
-            above = int(np.sum(row[seen] > self.item_max_[seen]))
+            above = int(np.sum(raw[seen] > self.item_max_[seen]))
             # Training models' strength on the same items (those they have).
-            sub = self._z_train[:, seen]
+            sub = self._z_raw[:, seen]
             has = ~np.isnan(sub).all(axis=1)
             ref = np.nanmean(sub[has], axis=1)
             out.append({
@@ -516,7 +532,9 @@ class GaussianModel:
         return out
 
     def conditional_covariance(self, observed_items: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """Joint covariance (original units) of the other items given ``observed_items`` (eq. 7).
+        """Joint covariance of the other items given ``observed_items`` (eq. 7).
+
+        In the items' own units, or logit units under ``transform="logit"``.
 
         It does not depend on the observed values. Returns the names of the
         unobserved items and their covariance matrix.

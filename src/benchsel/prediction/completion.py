@@ -168,7 +168,12 @@ def complete_svd(
         warnings.simplefilter("ignore", RuntimeWarning)
         rmse = np.sqrt(np.nanmean(resid**2, axis=0))
     z_std = np.broadcast_to(rmse, z.shape)
-    return _finish(values, lat.back(recon), lat.back_std(recon, z_std))
+    mean, std = lat.back(recon), lat.back_std(recon, z_std)
+    # A column nobody observed has no prediction (the reconstruction is 0 there).
+    empty = ~observed.any(axis=0)
+    mean[:, empty] = np.nan
+    std[:, empty] = np.nan
+    return _finish(values, mean, std)
 
 
 def _pair_correlations(z: np.ndarray, min_pairs: int = 5) -> np.ndarray:
