@@ -8,6 +8,7 @@ Columns with negative scores (or all zeros) are left as they are.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,8 @@ def make_transform(name: str, values: np.ndarray, eps: float = 1e-3) -> ScoreTra
     n = values.shape[1]
     scale = np.full(n, np.nan)
     if name == "logit":
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay untouched
             top = np.nanmax(values, axis=0)
             low = np.nanmin(values, axis=0)
         scale = np.where((low >= 0) & (top > 0), top, np.nan)

@@ -23,6 +23,7 @@ Metrics over the hidden cells:
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,7 +104,8 @@ def completion_masks(
 
 
 def _points_factor(values: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: factor 1
         low, high = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
     return np.where((low >= 0) & (high <= 1), 100.0, 1.0)
 

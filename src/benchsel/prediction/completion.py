@@ -55,7 +55,8 @@ class Completion:
 
 def percent_scale(values: np.ndarray) -> np.ndarray:
     """Per column: 1 for fractions in [0, 1], 100 for percentages in [0, 100], NaN otherwise."""
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN: fine
         low = np.nanmin(values, axis=0)
         high = np.nanmax(values, axis=0)
     return np.where(low < 0, np.nan, np.where(high <= 1, 1.0, np.where(high <= 100, 100.0, np.nan)))
