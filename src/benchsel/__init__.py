@@ -19,6 +19,7 @@ from .gaussian import (
     estimate_covariance,
     pairwise_covariance,
 )
+from .harness import read_results, read_samples, write_samples
 from .io import read_costs, read_scores
 from .matrix import DataWarning, ScoreMatrix, Standardizer
 from .selection import GreedyResult, greedy_entropy, greedy_mi, random_selection
@@ -45,7 +46,10 @@ __all__ = [
     "pairwise_covariance",
     "random_selection",
     "read_costs",
+    "read_results",
+    "read_samples",
     "read_scores",
     "spectrum",
+    "write_samples",
     "__version__",
 ]
