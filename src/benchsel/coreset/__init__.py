@@ -1,0 +1,1 @@
+"""Question-level coresets: pick the questions to run, predict the full-benchmark score."""
