@@ -43,7 +43,8 @@ def cv_table(seeds: int) -> None:
 
 def curve_table() -> None:
     print("## CV R^2 by k, seed 0 (10 folds, 10% holdout)\n")
-    print("| dataset | estimator | objective | k=1 | k=3 | k=5 | k=10 | k=15 | 90% interval coverage at k=5 |")
+    print("| dataset | estimator | objective | k=1 | k=3 | k=5 | k=10 | k=15 "
+          "| 90% interval coverage at k=5 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in ("mteb", "merged"):
         for cov in ("em", "em-shrink"):
@@ -61,7 +62,8 @@ def holdout_table() -> None:
     data = benchsel.load_dataset("mteb")
     for p in (0.1, 0.2, 0.5, 0.9):
         res = cross_validate(data, objectives=("entropy",), holdout=p)
-        print(f"| {p} | {res.row('entropy', 5).r2_mean:.3f} | {res.row('entropy', 15).r2_mean:.3f} |")
+        at5, at15 = res.row("entropy", 5).r2_mean, res.row("entropy", 15).r2_mean
+        print(f"| {p} | {at5:.3f} | {at15:.3f} |")
     print()
 
 
@@ -86,8 +88,9 @@ def extrapolation_table() -> None:
     for name in ("mteb", "merged"):
         for cov in ("em", "em-shrink"):
             res = extrapolate(benchsel.load_dataset(name), covariance=cov)
-            print(f"| {name} | {cov} | {res.row('mi', 5).r2_mean:.3f} | "
-                  f"{res.row('random', 5).r2_mean:.3f} | {res.row('mi', 5).interval_coverage:.3f} |")
+            mi, rnd = res.row("mi", 5), res.row("random", 5)
+            print(f"| {name} | {cov} | {mi.r2_mean:.3f} | {rnd.r2_mean:.3f} | "
+                  f"{mi.interval_coverage:.3f} |")
     print()
 
 
@@ -96,7 +99,8 @@ def completion_table() -> None:
     for name in ("merged", "mteb"):
         res = evaluate_completion(benchsel.load_dataset(name))
         print(f"{name} (default: {res.default})\n")
-        print("| method | MedAPE % | median AE | within 3 | within 5 | coverage % | 90% interval coverage % |")
+        print("| method | MedAPE % | median AE | within 3 | within 5 | coverage % "
+              "| 90% interval coverage % |")
         print("|---|---|---|---|---|---|---|")
         for r in res.rows:
             print(f"| {r.method} | {r.medape:.2f} | {r.median_ae:.2f} | {r.within3:.1f} | "

@@ -1,6 +1,7 @@
 """Regression tests for defects found in review (each failed before its fix)."""
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -215,3 +216,25 @@ def test_cli_rejects_options_a_protocol_ignores(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["diagnose", "helm_lite", "--transform", "logit"])
     assert exit_info.value.code == 2
+
+
+def test_released_npz_with_repeated_model_names_loads_with_numbered_names(tmp_path):
+    path = tmp_path / "q.npz"
+    np.savez(path, scores=np.eye(4), models=np.array(["a", "b", "a", "a"]))
+    with pytest.warns(DataWarning, match="repeated model name"):
+        scores = read_scores(path)
+    assert scores.models == ("a", "b", "a#2", "a#3")
+
+
+def test_every_shared_question_matrix_loads():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+    files = sorted(root.glob("*.npz"))
+    if not files:
+        pytest.skip("shared reference data not present")
+    for path in files:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            scores = read_scores(path)
+        assert scores.n_models >= 83 and scores.n_items >= 277

@@ -360,9 +360,39 @@ def _read_npz(path: Path) -> ScoreMatrix:
         models = get("models", "model_names")
         items = get("benchmarks", "items", "names", "questions", "columns")
     m, n = values.shape
-    models = _labels(models, m, "model", path)
+    models = _dedupe(_labels(models, m, "model", path), "model", path)
     items = _labels(items, n, "item", path)
     return ScoreMatrix(values, models, items, source=str(path))
+
+
+def _dedupe(names: list[str], what: str, path: Path) -> list[str]:
+    """Number repeated names ``name#2``, ``name#3``... with a warning.
+
+    Released per-question archives repeat some model names (separate runs of
+    the same model); their rows are distinct data, so they are kept apart
+    rather than rejected as a hand-written CSV would be.
+    """
+    import warnings
+
+    from .matrix import DataWarning
+
+    seen: dict[str, int] = {}
+    out, repeated = [], []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] == 1:
+            out.append(name)
+        else:
+            out.append(f"{name}#{seen[name]}")
+            repeated.append(name)
+    if repeated:
+        warnings.warn(
+            f"{path}: {len(repeated)} repeated {what} name(s) numbered name#2, name#3, ...: "
+            f"{', '.join(repr(r) for r in sorted(set(repeated))[:5])}",
+            DataWarning,
+            stacklevel=3,
+        )
+    return out
 
 
 def _labels(array, count: int, what: str, path: Path) -> list[str]:
