@@ -16,6 +16,8 @@ import warnings
 import numpy as np
 
 from . import __version__
+from .coreset.evaluate import SPLITS, evaluate_coresets
+from .coreset.methods import DEFAULT_METHOD, METHODS, make_method
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .evaluation import (
     cross_validate,
@@ -26,6 +28,7 @@ from .evaluation import (
     spectrum,
 )
 from .gaussian import COVARIANCE_METHODS, GaussianModel
+from .harness import write_samples
 from .io import parse_observed, read_costs, write_text_atomic
 from .prediction import COMPLETERS
 from .progress import Progress
@@ -337,6 +340,60 @@ def cmd_diagnose(args) -> int:
     return 0
 
 
+def _doc_indices(items: list[str], selected) -> list[int]:
+    """lm-eval doc ids of selected items: the number after ``task/`` when items carry
+    one (matrices built by read_samples), else the column index."""
+    out = []
+    for j in selected:
+        tail = items[j].rsplit("/", 1)[-1]
+        out.append(int(tail) if tail.isdigit() else int(j))
+    return out
+
+
+def cmd_coreset(args) -> int:
+    scores = _load(args).cleaned()
+    if np.isnan(scores.values).any():
+        raise ValueError(f"{args.data}: question-level selection needs complete scores")
+    method = make_method(args.method).fit(scores.values, args.n,
+                                          np.random.default_rng(args.seed))
+    chosen = [int(j) for j in method.selected_]
+    names = [scores.items[j] for j in chosen]
+    payload = {"method": args.method if args.method != "default" else DEFAULT_METHOD,
+               "n": args.n, "dataset": str(args.data), "indices": chosen, "selected": names}
+    if args.emit_lm_eval_samples:
+        task, path = args.emit_lm_eval_samples
+        payload["lm_eval_samples"] = write_samples(
+            path, {task: _doc_indices(list(scores.items), chosen)}
+        )
+    text = (f"{len(chosen)} of {scores.n_items} questions by {payload['method']}:\n"
+            + ", ".join(names[:50]) + (" ..." if len(names) > 50 else ""))
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_coreset_eval(args) -> int:
+    scores = _load(args).cleaned()
+    methods = None if args.methods == "all" else tuple(_names(args.methods))
+    progress = Progress("fits", enabled=False if args.quiet else None)
+    try:
+        result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
+                                   methods=methods, seed=args.seed, progress=progress)
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,
+             r.fit_seconds] for r in result.rows]
+    text = (
+        f"{args.split}, n = {args.n}, {args.trials} trials, {scores.n_models} models x "
+        f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"
+        + _table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
+                  "seconds"], rows)
+    )
+    _emit(args, payload, text)
+    return 0
+
+
 # ------------------------------------------------------------------- parser
 def _add_data(p: argparse.ArgumentParser, model_options: bool = True) -> None:
     p.add_argument("data", metavar="DATA",
@@ -454,6 +511,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("coreset", help="pick the questions to run on a new model")
+    _add_data(p, model_options=False)
+    p.add_argument("-n", type=_positive_int, default=50, help="questions to pick (default 50)")
+    p.add_argument("--method", default="default",
+                   help=f"default ({DEFAULT_METHOD}) or one of: {', '.join(METHODS)}")
+    p.add_argument("--emit-lm-eval-samples", nargs=2, metavar=("TASK", "FILE"),
+                   help="also write the selection as lm-eval's --samples JSON")
+    p.add_argument("--seed", type=int, default=0, help="seed for the random questions")
+    _add_output(p)
+    p.set_defaults(func=cmd_coreset)
+
+    p = sub.add_parser("coreset-eval",
+                       help="compare question-level methods on held-out models")
+    _add_data(p, model_options=False)
+    p.add_argument("--split", choices=SPLITS, default="interpolation",
+                   help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
+                   "source, strongest 30%% target")
+    p.add_argument("-n", "--n", type=_positive_int, default=50, dest="n",
+                   help="questions per coreset (default 50)")
+    p.add_argument("--trials", type=_positive_int, default=10, help="trials (default 10)")
+    p.add_argument("--methods", default="all",
+                   help=f"all, default, or comma-separated: {', '.join(METHODS)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_output(p)
+    p.set_defaults(func=cmd_coreset_eval)
 
     p = sub.add_parser("diagnose", help="normality tests: Shapiro-Wilk per benchmark, Mardia")
     _add_data(p, model_options=False)

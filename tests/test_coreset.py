@@ -1,0 +1,135 @@
+"""Question-level methods, the coreset-eval protocol and the two coreset commands."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.linear_model import RidgeCV
+
+from benchsel import ScoreMatrix
+from benchsel.cli import main
+from benchsel.coreset.evaluate import evaluate_coresets, model_split
+from benchsel.coreset.methods import DEFAULT_METHOD, METHODS, make_method
+
+
+def irt_scores(m=60, n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(m, 1))
+    difficulty = rng.normal(size=(1, n))
+    return (rng.random((m, n)) < 1 / (1 + np.exp(-1.5 * (ability - difficulty)))).astype(float)
+
+
+def test_every_method_selects_n_distinct_questions_and_predicts_each_target():
+    x = irt_scores()
+    for name in METHODS:
+        method = make_method(name).fit(x[:45], 20, np.random.default_rng(0))
+        assert len(set(method.selected_.tolist())) == 20
+        mean, sd = method.predict(x[45:][:, method.selected_])
+        assert mean.shape == (15,) and np.all(np.isfinite(mean)) and np.all(sd >= 0)
+    assert make_method("default").name == DEFAULT_METHOD
+    with pytest.raises(ValueError, match="unknown coreset method 'irt'"):
+        make_method("irt")
+
+
+def test_random_sampling_is_the_sample_mean():
+    x = irt_scores(seed=1)
+    method = make_method("random-sampling").fit(x[:40], 30, np.random.default_rng(3))
+    sub = x[40:][:, method.selected_]
+    mean, sd = method.predict(sub)
+    np.testing.assert_allclose(mean, sub.mean(axis=1))
+    fpc = np.sqrt((120 - 30) / 119)
+    np.testing.assert_allclose(sd, sub.std(axis=1, ddof=1) / np.sqrt(30) * fpc)
+
+
+def test_aipw_matches_its_formula():
+    x = irt_scores(seed=2)
+    method = make_method("aipw").fit(x[:40], 25, np.random.default_rng(4))
+    a = method.selected_
+    row = x[41, a]
+    ridge = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(x[:40].T[a], row)
+    pred = ridge.predict(x[:40].T)
+    rest = np.setdiff1d(np.arange(120), a)
+    want = row.mean() + (pred[rest].mean() - pred[a].mean()) / (1 + 25 / 95)
+    mean, _ = method.predict(x[41:42, a])
+    assert mean[0] == pytest.approx(want)
+
+
+def test_gaussian_dr_is_consistent_even_when_the_model_is_wrong():
+    """Fitted on weak models only, the debiased estimate of a strong model's mean is far
+    closer than the plain conditional mean, and close to the truth."""
+    x = irt_scores(m=200, n=400, seed=5)
+    order = np.argsort(x.mean(axis=1))
+    weak, strong = order[:100], order[-30:]
+    errs = {}
+    for name in ("gaussian-greedy", "gaussian-dr", "random-sampling"):
+        gaps = []
+        for trial in range(5):
+            m = make_method(name).fit(x[weak], 60, np.random.default_rng(trial))
+            mean, _ = m.predict(x[strong][:, m.selected_])
+            gaps.append(np.abs(mean - x[strong].mean(axis=1)).mean())
+        errs[name] = np.mean(gaps)
+    assert errs["gaussian-dr"] < 0.5 * errs["gaussian-greedy"]
+    assert errs["gaussian-dr"] < 1.5 * errs["random-sampling"]
+
+
+def test_splits_are_disjoint_and_sized():
+    x = irt_scores(m=40)
+    src, tgt = model_split(x, "interpolation", np.random.default_rng(0))
+    assert len(src) == 30 and len(tgt) == 10 and not set(src) & set(tgt)
+    src, tgt = model_split(x, "extrapolation", np.random.default_rng(0))
+    assert len(src) == 20 and len(tgt) == 12
+    assert x[src].mean(axis=1).max() <= x[tgt].mean(axis=1).min()
+    with pytest.raises(ValueError, match="split must be one of"):
+        model_split(x, "random", np.random.default_rng(0))
+
+
+def test_protocol_metrics_by_hand_for_random_sampling():
+    x = irt_scores(seed=6)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(60)], [f"q{j}" for j in range(120)])
+    res = evaluate_coresets(scores, split="interpolation", n=20, trials=3,
+                            methods=("random-sampling",))
+    gaps = []
+    for trial in range(3):
+        src, tgt = model_split(x, "interpolation", np.random.default_rng([0, trial]))
+        m = make_method("random-sampling").fit(x[src], 20, np.random.default_rng([0, trial, 1]))
+        gaps.append(100 * np.abs(x[tgt][:, m.selected_].mean(1) - x[tgt].mean(1)).mean())
+    row = res.row("random-sampling")
+    assert row.gap == pytest.approx(np.mean(gaps)) and row.egr == 0.0
+    assert row.gap_std == pytest.approx(np.std(gaps))
+
+
+def test_cli_coreset_eval_and_coreset_on_npz(tmp_path, capsys):
+    path = tmp_path / "q.npz"
+    np.savez(path, scores=irt_scores(seed=7), models=np.array([f"m{i}" for i in range(60)]))
+    assert main(["coreset-eval", str(path), "--split", "extrapolation", "--trials", "2",
+                 "-n", "20", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["split"] == "extrapolation" and out["default"] == DEFAULT_METHOD
+    keys = {"method", "gap", "gap_std", "egr", "kendall", "interval_coverage", "fit_seconds"}
+    assert all(keys <= set(m) for m in out["methods"])
+    assert {m["method"] for m in out["methods"]} == set(METHODS)
+    samples = tmp_path / "samples.json"
+    assert main(["coreset", str(path), "-n", "10", "--emit-lm-eval-samples", "arc",
+                 str(samples), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert json.loads(samples.read_text()) == {"arc": sorted(out["indices"])}
+
+
+def test_cli_coreset_on_lm_eval_logs_emits_doc_ids(tmp_path, capsys):
+    from benchsel.harness import read_samples
+
+    rng = np.random.default_rng(8)
+    for i in range(12):
+        folder = tmp_path / "runs" / f"model-{i}"
+        folder.mkdir(parents=True)
+        lines = [json.dumps({"doc_id": 100 + d, "filter": "none", "acc": int(rng.random() < 0.6)})
+                 for d in range(30)]
+        (folder / "samples_arc_2024-01-01.jsonl").write_text("\n".join(lines) + "\n")
+    matrix = read_samples(tmp_path / "runs", "arc")
+    wide = tmp_path / "arc.csv"
+    matrix.to_frame().to_csv(wide)
+    samples = tmp_path / "samples.json"
+    assert main(["coreset", str(wide), "-n", "5", "--method", "random-sampling",
+                 "--emit-lm-eval-samples", "arc", str(samples)]) == 0
+    docs = json.loads(samples.read_text())["arc"]
+    assert len(docs) == 5 and all(100 <= d < 130 for d in docs)
