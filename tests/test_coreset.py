@@ -96,6 +96,15 @@ def test_protocol_metrics_by_hand_for_random_sampling():
     row = res.row("random-sampling")
     assert row.gap == pytest.approx(np.mean(gaps)) and row.egr == 0.0
     assert row.gap_std == pytest.approx(np.std(gaps))
+    assert row.mae == pytest.approx(np.mean(gaps))  # equal target counts per trial
+    assert abs(row.stability) < 0.2  # random questions: no stability
+
+
+def test_greedy_coresets_are_more_stable_than_random_ones():
+    x = irt_scores(seed=9)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(60)], [f"q{j}" for j in range(120)])
+    res = evaluate_coresets(scores, n=20, trials=4, methods=("gaussian-greedy",))
+    assert res.row("gaussian-greedy").stability > res.row("random-sampling").stability + 0.2
 
 
 def test_cli_coreset_eval_and_coreset_on_npz(tmp_path, capsys):

@@ -6,12 +6,14 @@ ranks models by their full-benchmark score and predicts the strongest 30%
 from the weakest 50%. Each trial redraws the split (interpolation) and the
 methods' random questions; every method sees the same splits.
 
-Per method, over all target models of all trials: the estimation gap
-(mean |true - predicted| x 100, in points for 0-1 scores), its standard
-deviation across trials, EGR (gap change versus random-sampling, %; negative
-is better), RMSE, Kendall tau between predicted and true scores within a
-trial (averaged), coverage of the central 90% interval where the method has
-one, and the mean fit + predict seconds per trial.
+Per method: the estimation gap (mean over trials of the mean |true -
+predicted| x 100, in points for 0-1 scores) and its standard deviation
+across trials, EGR (gap change versus random-sampling, %; negative is
+better), RMSE and MAE over all target models of all trials, Kendall tau and
+Spearman rho between predicted and true scores within a trial (averaged),
+coverage of the central 90% interval, the stability of the chosen questions
+across trials (Nogueira's Phi; about 0 for random questions), and the mean
+fit + predict seconds per trial.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau, norm
+from scipy.stats import kendalltau, norm, spearmanr
 
-from ..evaluation.metrics import json_record
+from ..evaluation.metrics import json_record, nogueira_stability
 from ..matrix import ScoreMatrix
 from .methods import DEFAULT_METHOD, METHODS, make_method
 
@@ -38,8 +40,11 @@ class CoresetRow:
     gap_std: float
     egr: float
     rmse: float
+    mae: float
     kendall: float
+    spearman: float
     interval_coverage: float
+    stability: float
     fit_seconds: float
 
     def to_dict(self) -> dict:
@@ -113,6 +118,8 @@ def evaluate_coresets(
     errors = {m: [] for m in names}
     gaps = {m: [] for m in names}
     taus = {m: [] for m in names}
+    rhos = {m: [] for m in names}
+    chosen = {m: [] for m in names}
     inside = {m: [] for m in names}
     secs = {m: 0.0 for m in names}
     done, total = 0, trials * len(names)
@@ -128,8 +135,10 @@ def evaluate_coresets(
             err = mean - truth
             errors[name].append(err)
             gaps[name].append(scale * np.abs(err).mean())
+            chosen[name].append(method.selected_)
             if len(truth) > 1 and np.ptp(truth) > 0:
                 taus[name].append(kendalltau(mean, truth).statistic)
+                rhos[name].append(spearmanr(mean, truth).statistic)
             if sd is not None:
                 inside[name].append(np.abs(err) <= quantile * sd)
             done += 1
@@ -146,7 +155,11 @@ def evaluate_coresets(
             gap_std=float(np.std(gaps[name])),
             egr=100.0 * (gap - base) / base if base > 0 else float("nan"),
             rmse=float(scale * np.sqrt(np.mean(err**2))),
+            mae=float(scale * np.mean(np.abs(err))),
             kendall=float(np.mean(taus[name])) if taus[name] else float("nan"),
+            spearman=float(np.mean(rhos[name])) if rhos[name] else float("nan"),
+            stability=(nogueira_stability(chosen[name], values.shape[1])
+                       if trials > 1 else float("nan")),
             interval_coverage=(float(100 * np.mean(np.concatenate(inside[name])))
                                if inside[name] else float("nan")),
             fit_seconds=secs[name] / trials,
