@@ -420,7 +420,7 @@ def run_greedy(
         probe.add(j)
     afford = allowed & ~probe.selected & (costs <= budget - costs[include].sum() + 1e-12 * budget)
     if not afford.any():
-        return _with(greedy, strategy="cost-effective greedy")
+        return replace(greedy, strategy="cost-effective greedy")
     gains = np.where(afford, probe.gains(), -np.inf)
     # Among equally good singletons take the cheapest.
     tied = np.flatnonzero(gains >= gains.max() - 1e-12 * abs(gains.max()))
@@ -428,12 +428,8 @@ def run_greedy(
     single = run(best, ratio=False)
     # Prefer the greedy set unless the singleton is better beyond rounding.
     if single.value > greedy.value + 1e-9 * max(abs(greedy.value), 1.0):
-        return _with(single, strategy="best singleton")
-    return _with(greedy, strategy="cost-effective greedy")
-
-
-def _with(result: GreedyResult, **changes) -> GreedyResult:
-    return replace(result, **changes)
+        return replace(single, strategy="best singleton")
+    return replace(greedy, strategy="cost-effective greedy")
 
 
 def greedy_entropy(sigma, k: int | None = None, **options) -> GreedyResult:
