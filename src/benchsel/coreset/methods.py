@@ -27,49 +27,28 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import RidgeCV
 
+from ._base import ALPHAS, RandomQuestions, fpc
 from .gaussian import LowRankGaussian
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "make_method"]
 
-_ALPHAS = np.logspace(-3, 3, 13)
-
-
-def _fpc(n: int, total: int) -> float:
-    return np.sqrt((total - n) / (total - 1)) if total > 1 else 0.0
-
-
-class _RandomQuestions:
-    """Shared part of the methods that sample questions uniformly at random."""
-
-    def fit(self, source: np.ndarray, n: int, rng) -> _RandomQuestions:
-        self.n_questions = source.shape[1]
-        if not 1 <= n < self.n_questions:
-            raise ValueError(f"n must be in [1, {self.n_questions - 1}]; got {n}")
-        self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
-        self._fit(source)
-        return self
-
-    def _fit(self, source: np.ndarray) -> None:
-        pass
-
-
-class RandomSampling(_RandomQuestions):
+class RandomSampling(RandomQuestions):
     name = "random-sampling"
 
     def predict(self, x_selected: np.ndarray):
         n = x_selected.shape[1]
-        sd = x_selected.std(axis=1, ddof=1) / np.sqrt(n) * _fpc(n, self.n_questions)
+        sd = x_selected.std(axis=1, ddof=1) / np.sqrt(n) * fpc(n, self.n_questions)
         return x_selected.mean(axis=1), sd
 
 
-class RandomSamplingLearn(_RandomQuestions):
+class RandomSamplingLearn(RandomQuestions):
     name = "random-sampling-learn"
 
     def _fit(self, source: np.ndarray) -> None:
-        self.model_ = RidgeCV(alphas=_ALPHAS, store_cv_results=True)
+        self.model_ = RidgeCV(alphas=ALPHAS, store_cv_results=True)
         target = source.mean(axis=1)
         self.model_.fit(source[:, self.selected_], target)
-        loo = self.model_.cv_results_[:, list(_ALPHAS).index(self.model_.alpha_)]
+        loo = self.model_.cv_results_[:, list(ALPHAS).index(self.model_.alpha_)]
         self.sd_ = float(np.sqrt(np.mean(loo)))
 
     def predict(self, x_selected: np.ndarray):
@@ -77,7 +56,7 @@ class RandomSamplingLearn(_RandomQuestions):
         return mean, np.full(mean.shape, self.sd_)
 
 
-class AIPW(_RandomQuestions):
+class AIPW(RandomQuestions):
     name = "aipw"
 
     def _fit(self, source: np.ndarray) -> None:
@@ -88,14 +67,14 @@ class AIPW(_RandomQuestions):
         rest = np.setdiff1d(np.arange(total), self.selected_)
         means, sds = [], []
         for row in x_selected:
-            ridge = RidgeCV(alphas=_ALPHAS, store_cv_results=True)
+            ridge = RidgeCV(alphas=ALPHAS, store_cv_results=True)
             ridge.fit(self.features_[self.selected_], row)
             pred = ridge.predict(self.features_)
             correction = pred[rest].mean() - pred[self.selected_].mean()
             means.append(row.mean() + correction / (1 + n / (total - n)))
             # Leave-one-out residuals: in-sample ones would understate the error.
-            loo_sq = ridge.cv_results_[:, list(_ALPHAS).index(ridge.alpha_)]
-            sds.append(np.sqrt(loo_sq.mean() * n / (n - 1)) / np.sqrt(n) * _fpc(n, total))
+            loo_sq = ridge.cv_results_[:, list(ALPHAS).index(ridge.alpha_)]
+            sds.append(np.sqrt(loo_sq.mean() * n / (n - 1)) / np.sqrt(n) * fpc(n, total))
         return np.array(means), np.array(sds)
 
 
@@ -111,7 +90,7 @@ class GaussianGreedy:
         return self.model_.predict_mean(x_selected, self.selected_)
 
 
-class GaussianDR(_RandomQuestions):
+class GaussianDR(RandomQuestions):
     name = "gaussian-dr"
 
     def _fit(self, source: np.ndarray) -> None:
