@@ -142,3 +142,64 @@ def test_cli_coreset_on_lm_eval_logs_emits_doc_ids(tmp_path, capsys):
                  "--emit-lm-eval-samples", "arc", str(samples)]) == 0
     docs = json.loads(samples.read_text())["arc"]
     assert len(docs) == 5 and all(100 <= d < 130 for d in docs)
+
+
+def test_hamming_stability_by_hand():
+    from benchsel.evaluation.metrics import hamming_stability
+
+    sets = [[0, 1, 2], [0, 1, 3], [4, 5, 6]]
+    # pairs differ in 2, 6 and 6 questions
+    assert hamming_stability(sets, 10) == pytest.approx((2 + 6 + 6) / 3)
+    assert hamming_stability([[1, 2], [2, 1]], 5) == 0.0
+
+
+def test_model_similarity_matches_a_loop_over_pairs():
+    from benchsel.evaluation.metrics import model_similarity
+
+    x = irt_scores(m=12, n=80, seed=11)
+    got = model_similarity(x[:3], x[3:])
+    for i in range(3):
+        kappas = []
+        for j in range(3, 12):
+            c_obs = np.mean(x[i] == x[j])
+            pi, pj = x[i].mean(), x[j].mean()
+            c_exp = pi * pj + (1 - pi) * (1 - pj)
+            kappas.append((c_obs - c_exp) / (1 - c_exp))
+        assert got[i] == pytest.approx(np.mean(kappas))
+    with pytest.raises(ValueError, match="binary"):
+        model_similarity(x[:3] * 0.5, x[3:])
+
+
+def test_stratified_split_spans_the_score_range():
+    x = irt_scores(m=80, seed=12)
+    src, tgt = model_split(x, "stratified", np.random.default_rng(0), sources=15)
+    assert len(src) == 15 and len(tgt) == 65 and not set(src) & set(tgt)
+    score = x.mean(axis=1)
+    edges = np.linspace(score.min(), score.max(), 11)
+    bins = np.clip(np.searchsorted(edges, score, side="right") - 1, 0, 9)
+    counts = np.bincount(bins[src], minlength=10)
+    available = np.bincount(bins, minlength=10)
+    # every bin that has models gets one before any bin gets a second
+    assert np.all(counts[available > 0] >= np.minimum(1, available[available > 0]))
+    assert counts.max() - counts[available >= counts.max()].min() <= 1
+    with pytest.raises(ValueError, match="sources"):
+        model_split(x, "stratified", np.random.default_rng(0))
+
+
+def test_n_as_a_percentage_and_parallel_trials_change_nothing():
+    from benchsel.coreset.evaluate import resolve_n
+
+    assert resolve_n("5%", 277) == 14 and resolve_n(50, 277) == 50 and resolve_n("20", 30) == 20
+    for bad in ("0%", "150%", "abc", 400):
+        with pytest.raises(ValueError):
+            resolve_n(bad, 277)
+    x = irt_scores(seed=13)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(60)], [f"q{j}" for j in range(120)])
+    one = evaluate_coresets(scores, n="10%", trials=3, methods=("aipw",))
+    two = evaluate_coresets(scores, n="10%", trials=3, methods=("aipw",), n_jobs=2)
+    assert one.n == 12
+    for a, b in zip(one.rows, two.rows):
+        assert (a.gap, a.egr, a.interval_coverage, a.similarity_corr, a.hamming) == (
+            b.gap, b.egr, b.interval_coverage, b.similarity_corr, b.hamming)
+    # random questions: two size-12 coresets of 120 share about 1.2 questions
+    assert one.row("random-sampling").hamming > 18

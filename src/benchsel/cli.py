@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .coreset.evaluate import SPLITS, evaluate_coresets
+from .coreset.evaluate import SPLITS, evaluate_coresets, resolve_n
 from .coreset.methods import DEFAULT_METHOD, METHODS, make_method
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .evaluation import (
@@ -354,12 +354,12 @@ def cmd_coreset(args) -> int:
     scores = _load(args).cleaned()
     if np.isnan(scores.values).any():
         raise ValueError(f"{args.data}: question-level selection needs complete scores")
-    method = make_method(args.method).fit(scores.values, args.n,
-                                          np.random.default_rng(args.seed))
+    n = resolve_n(args.n, scores.n_items)
+    method = make_method(args.method).fit(scores.values, n, np.random.default_rng(args.seed))
     chosen = [int(j) for j in method.selected_]
     names = [scores.items[j] for j in chosen]
     payload = {"method": args.method if args.method != "default" else DEFAULT_METHOD,
-               "n": args.n, "dataset": str(args.data), "indices": chosen, "selected": names}
+               "n": n, "dataset": str(args.data), "indices": chosen, "selected": names}
     if args.emit_lm_eval_samples:
         task, path = args.emit_lm_eval_samples
         payload["lm_eval_samples"] = write_samples(
@@ -377,18 +377,21 @@ def cmd_coreset_eval(args) -> int:
     progress = Progress("fits", enabled=False if args.quiet else None)
     try:
         result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
-                                   methods=methods, seed=args.seed, progress=progress)
+                                   methods=methods, seed=args.seed, sources=args.sources,
+                                   n_jobs=args.jobs, progress=progress)
     finally:
         progress.close()
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,
-             r.fit_seconds] for r in result.rows]
+             r.stability, r.similarity_corr, r.fit_seconds + r.predict_seconds]
+            for r in result.rows]
+    split = args.split + (f" ({args.sources} sources)" if args.sources else "")
     text = (
-        f"{args.split}, n = {args.n}, {args.trials} trials, {scores.n_models} models x "
+        f"{split}, n = {result.n}, {args.trials} trials, {scores.n_models} models x "
         f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"
         + _table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
-                  "seconds"], rows)
+                  "phi", "sim-corr", "seconds"], rows)
     )
     _emit(args, payload, text)
     return 0
@@ -426,6 +429,19 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
     return value
+
+
+def _coreset_size(text: str) -> str:
+    """A count or a percentage; checked against the question count once data is loaded."""
+    body = text[:-1] if text.endswith("%") else text
+    try:
+        value = float(body) if text.endswith("%") else int(body)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a count or a percentage such as 5%; got {text}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive; got {text}")
+    return text
 
 
 def _fraction(text: str) -> float:
@@ -514,7 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("coreset", help="pick the questions to run on a new model")
     _add_data(p, model_options=False)
-    p.add_argument("-n", type=_positive_int, default=50, help="questions to pick (default 50)")
+    p.add_argument("-n", type=_coreset_size, default="50",
+                   help="questions to pick, a count or a percentage such as 5%% (default 50)")
     p.add_argument("--method", default="default",
                    help=f"default ({DEFAULT_METHOD}) or one of: {', '.join(METHODS)}")
     p.add_argument("--emit-lm-eval-samples", nargs=2, metavar=("TASK", "FILE"),
@@ -528,9 +545,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p, model_options=False)
     p.add_argument("--split", choices=SPLITS, default="interpolation",
                    help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
-                   "source, strongest 30%% target")
-    p.add_argument("-n", "--n", type=_positive_int, default=50, dest="n",
-                   help="questions per coreset (default 50)")
+                   "source, strongest 30%% target; stratified: --sources models spread "
+                   "over 10 score bins, the rest targets (Bowyer et al.)")
+    p.add_argument("-n", "--n", type=_coreset_size, default="50", dest="n",
+                   help="questions per coreset, a count or a percentage such as 5%% "
+                   "(default 50)")
+    p.add_argument("--sources", type=_positive_int,
+                   help="stratified split: number of source models (the paper uses 15, 30, 50)")
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="trials run in parallel (default 1; results do not depend on it)")
     p.add_argument("--trials", type=_positive_int, default=10, help="trials (default 10)")
     p.add_argument("--methods", default="all",
                    help=f"all, default, or comma-separated: {', '.join(METHODS)}")

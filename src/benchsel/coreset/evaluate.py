@@ -1,10 +1,20 @@
-"""``coreset-eval``: question-level methods on interpolation and extrapolation splits.
+"""``coreset-eval``: question-level methods on held-out models.
 
-Splits (Zhang et al. 2025, Sec. 4): ``interpolation`` draws 75% of the
-models at random as sources and predicts the other 25%; ``extrapolation``
-ranks models by their full-benchmark score and predicts the strongest 30%
-from the weakest 50%. Each trial redraws the split (interpolation) and the
-methods' random questions; every method sees the same splits.
+Splits of the models into sources (fitted on) and targets (predicted):
+
+* ``interpolation`` (Zhang et al. 2025, Sec. 4): a random 75% of the models
+  are sources, the other 25% targets;
+* ``extrapolation`` (ibid.): models ranked by full-benchmark score, the
+  weakest 50% are sources and the strongest 30% targets;
+* ``stratified`` (Bowyer et al., Sec. 3): ``sources`` models (15, 30 or 50
+  in the paper) drawn across ten equally spaced bins of the full-benchmark
+  score, every other model a target. We fill the bins in turns, one random
+  model from each non-empty bin per turn, so the sources span the whole
+  range even where models are scarce.
+
+Each trial redraws the split (except extrapolation's, which is fixed) and
+the methods' random questions; every method sees the same splits and the
+same random generator.
 
 Per method: the estimation gap (mean over trials of the mean |true -
 predicted| x 100, in points for 0-1 scores) and its standard deviation
@@ -12,8 +22,12 @@ across trials, EGR (gap change versus random-sampling, %; negative is
 better), RMSE and MAE over all target models of all trials, Kendall tau and
 Spearman rho between predicted and true scores within a trial (averaged),
 coverage of the central 90% interval, the stability of the chosen questions
-across trials (Nogueira's Phi; about 0 for random questions), and the mean
-fit + predict seconds per trial.
+across trials (Nogueira's Phi, about 0 for random questions; Hamming: mean
+number of questions two coresets differ in), fit and predict seconds per
+trial, and, on 0/1 scores, the Pearson correlation between each target's
+similarity to the sources (Zhang et al. eq. 4) and its normalized gap
+(eq. 6) pooled over trials -- negative when a method does worse on models
+unlike the ones it was fitted on.
 """
 
 from __future__ import annotations
@@ -23,14 +37,27 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import kendalltau, norm, spearmanr
+from threadpoolctl import threadpool_limits
 
-from ..evaluation.metrics import json_record, nogueira_stability
+from ..evaluation.metrics import (
+    hamming_stability,
+    json_record,
+    model_similarity,
+    nogueira_stability,
+)
 from ..matrix import ScoreMatrix
 from .methods import DEFAULT_METHOD, METHODS, make_method
 
-__all__ = ["CoresetRow", "CoresetResult", "evaluate_coresets", "model_split", "SPLITS"]
+__all__ = [
+    "CoresetRow",
+    "CoresetResult",
+    "evaluate_coresets",
+    "model_split",
+    "resolve_n",
+    "SPLITS",
+]
 
-SPLITS = ("interpolation", "extrapolation")
+SPLITS = ("interpolation", "extrapolation", "stratified")
 
 
 @dataclass(frozen=True)
@@ -45,7 +72,10 @@ class CoresetRow:
     spearman: float
     interval_coverage: float
     stability: float
+    hamming: float
+    similarity_corr: float
     fit_seconds: float
+    predict_seconds: float
 
     def to_dict(self) -> dict:
         return json_record(self)
@@ -60,12 +90,13 @@ class CoresetResult:
     default: str
     seconds: float
     rows: list
+    sources: int | None = None
 
     def row(self, method: str) -> CoresetRow:
         return next(r for r in self.rows if r.method == method)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "split": self.split,
             "dataset": self.dataset,
             "n": self.n,
@@ -74,10 +105,33 @@ class CoresetResult:
             "seconds": self.seconds,
             "methods": [r.to_dict() for r in self.rows],
         }
+        if self.sources is not None:
+            out["sources"] = self.sources
+        return out
 
 
-def model_split(values: np.ndarray, split: str, rng) -> tuple[np.ndarray, np.ndarray]:
-    """Source and target model indices for one trial."""
+def resolve_n(n, total: int) -> int:
+    """Coreset size from an int or a percentage string such as ``"5%"`` of ``total``."""
+    if isinstance(n, str):
+        text = n.strip()
+        try:
+            value = float(text[:-1]) if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"n must be a count or a percentage like '5%'; got {n!r}") from None
+        if text.endswith("%"):
+            if not 0 < value < 100:
+                raise ValueError(f"a percentage n must be in (0%, 100%); got {n!r}")
+            return max(1, int(round(total * value / 100)))
+        if value != int(value):
+            raise ValueError(f"n must be a whole number or a percentage; got {n!r}")
+        n = int(value)
+    if not 1 <= n < total:
+        raise ValueError(f"n must be in [1, {total - 1}] for {total} questions; got {n}")
+    return int(n)
+
+
+def model_split(values: np.ndarray, split: str, rng, sources: int | None = None):
+    """Source and target model indices for one trial (see the module docstring)."""
     m = values.shape[0]
     if split == "interpolation":
         order = rng.permutation(m)
@@ -86,84 +140,113 @@ def model_split(values: np.ndarray, split: str, rng) -> tuple[np.ndarray, np.nda
     if split == "extrapolation":
         order = np.argsort(values.mean(axis=1), kind="stable")
         return np.sort(order[: m // 2]), np.sort(order[m - int(0.3 * m):])
+    if split == "stratified":
+        if sources is None or not 3 <= sources <= m - 2:
+            raise ValueError(f"the stratified split needs 3 <= sources <= {m - 2}; "
+                             f"got {sources}")
+        return _stratified(values.mean(axis=1), sources, rng)
     raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
+
+
+def _stratified(score: np.ndarray, sources: int, rng, bins: int = 10):
+    edges = np.linspace(score.min(), score.max(), bins + 1)
+    which = np.clip(np.searchsorted(edges, score, side="right") - 1, 0, bins - 1)
+    pools = [list(rng.permutation(np.flatnonzero(which == b))) for b in range(bins)]
+    chosen = []
+    while len(chosen) < sources:
+        for pool in pools:
+            if pool and len(chosen) < sources:
+                chosen.append(pool.pop())
+    chosen = np.sort(np.array(chosen, dtype=np.intp))
+    return chosen, np.setdiff1d(np.arange(len(score)), chosen)
+
+
+def _trial(values, split, sources, seed, trial, names, n) -> dict:
+    """One split; every method fitted and scored on it. One BLAS thread, so trials
+    run in parallel do not fight over cores and results do not depend on ``jobs``."""
+    src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources)
+    out = {"target": tgt, "source": src}
+    with threadpool_limits(1):
+        for name in names:
+            rng = np.random.default_rng([seed, trial, 1])
+            t0 = time.perf_counter()
+            method = make_method(name).fit(values[src], n, rng)
+            t1 = time.perf_counter()
+            mean, sd = method.predict(values[np.ix_(tgt, method.selected_)])
+            t2 = time.perf_counter()
+            out[name] = (np.asarray(mean, float), None if sd is None else np.asarray(sd, float),
+                         np.asarray(method.selected_), t1 - t0, t2 - t1)
+    return out
 
 
 def evaluate_coresets(
     scores: ScoreMatrix,
     *,
     split: str = "interpolation",
-    n: int = 50,
+    n=50,
     trials: int = 10,
     methods=None,
     seed: int = 0,
     level: float = 0.9,
+    sources: int | None = None,
+    n_jobs: int = 1,
     progress=None,
 ) -> CoresetResult:
-    """Run question-level methods on identical splits (see the module docstring)."""
+    """Run question-level methods on identical splits (see the module docstring).
+
+    Parameters
+    ----------
+    scores : ScoreMatrix
+        Complete models x questions scores.
+    split : {"interpolation", "extrapolation", "stratified"}
+    n : int or str
+        Questions per coreset, or a percentage of them such as ``"5%"``.
+    trials : int
+    methods : sequence of str or None
+        Registry names (None: all); random-sampling is always added, since
+        EGR is relative to it.
+    seed : int
+    level : float
+        Central interval probability for ``interval_coverage``.
+    sources : int or None
+        Number of source models for the ``stratified`` split.
+    n_jobs : int
+        Trials run in parallel through joblib; results do not depend on it.
+    progress : callable(done, total) or None
+    """
     values = np.asarray(scores.values, dtype=float)
     if np.isnan(values).any():
         raise ValueError(f"{scores._where()}question-level evaluation needs complete scores")
     if values.shape[0] < 8:
         raise ValueError(f"{scores._where()}need at least 8 models; got {values.shape[0]}")
+    n = resolve_n(n, values.shape[1])
+    if split != "stratified" and sources is not None:
+        raise ValueError("sources is only used by the stratified split")
+    model_split(values, split, np.random.default_rng(seed), sources)  # validate early
     names = list(METHODS) if methods is None else [DEFAULT_METHOD if m == "default" else m
                                                    for m in methods]
     if "random-sampling" not in names:
-        names = ["random-sampling"] + names  # EGR is relative to it
+        names = ["random-sampling"] + names
     for name in names:
         make_method(name)  # unknown names fail before any work
-    scale = 100.0 if values.min() >= 0 and values.max() <= 1 else 1.0
-    quantile = norm.ppf(0.5 + level / 2)
     start = time.perf_counter()
-    errors = {m: [] for m in names}
-    gaps = {m: [] for m in names}
-    taus = {m: [] for m in names}
-    rhos = {m: [] for m in names}
-    chosen = {m: [] for m in names}
-    inside = {m: [] for m in names}
-    secs = {m: 0.0 for m in names}
-    done, total = 0, trials * len(names)
-    for trial in range(trials):
-        source, target = model_split(values, split, np.random.default_rng([seed, trial]))
-        truth = values[target].mean(axis=1)
-        for name in names:
-            t0 = time.perf_counter()
-            rng = np.random.default_rng([seed, trial, 1])
-            method = make_method(name).fit(values[source], n, rng)
-            mean, sd = method.predict(values[np.ix_(target, method.selected_)])
-            secs[name] += time.perf_counter() - t0
-            err = mean - truth
-            errors[name].append(err)
-            gaps[name].append(scale * np.abs(err).mean())
-            chosen[name].append(method.selected_)
-            if len(truth) > 1 and np.ptp(truth) > 0:
-                taus[name].append(kendalltau(mean, truth).statistic)
-                rhos[name].append(spearmanr(mean, truth).statistic)
-            if sd is not None:
-                inside[name].append(np.abs(err) <= quantile * sd)
-            done += 1
+    args = (values, split, sources, seed)
+    results = []
+    if n_jobs == 1:
+        for t in range(trials):
+            results.append(_trial(*args, t, names, n))
             if progress is not None:
-                progress(done, total)
-    base = float(np.mean(gaps["random-sampling"]))
-    rows = []
-    for name in names:
-        err = np.concatenate(errors[name])
-        gap = float(np.mean(gaps[name]))
-        rows.append(CoresetRow(
-            method=name,
-            gap=gap,
-            gap_std=float(np.std(gaps[name])),
-            egr=100.0 * (gap - base) / base if base > 0 else float("nan"),
-            rmse=float(scale * np.sqrt(np.mean(err**2))),
-            mae=float(scale * np.mean(np.abs(err))),
-            kendall=float(np.mean(taus[name])) if taus[name] else float("nan"),
-            spearman=float(np.mean(rhos[name])) if rhos[name] else float("nan"),
-            stability=(nogueira_stability(chosen[name], values.shape[1])
-                       if trials > 1 else float("nan")),
-            interval_coverage=(float(100 * np.mean(np.concatenate(inside[name])))
-                               if inside[name] else float("nan")),
-            fit_seconds=secs[name] / trials,
-        ))
+                progress(t + 1, trials)
+    else:
+        from joblib import Parallel, delayed
+
+        jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_trial)(*args, t, names, n) for t in range(trials))
+        for result in jobs:
+            results.append(result)
+            if progress is not None:
+                progress(len(results), trials)
+    rows = _summarize(values, results, names, level)
     return CoresetResult(
         dataset=scores.source or "",
         split=split,
@@ -172,4 +255,67 @@ def evaluate_coresets(
         default=DEFAULT_METHOD,
         seconds=time.perf_counter() - start,
         rows=rows,
+        sources=sources,
     )
+
+
+def _summarize(values: np.ndarray, results: list, names: list, level: float) -> list:
+    scale = 100.0 if values.min() >= 0 and values.max() <= 1 else 1.0
+    binary = bool(np.isin(values, (0.0, 1.0)).all())
+    quantile = norm.ppf(0.5 + level / 2)
+    truths = [values[r["target"]].mean(axis=1) for r in results]
+    similarity = ([model_similarity(values[r["target"]], values[r["source"]]) for r in results]
+                  if binary else None)
+    n_items = values.shape[1]
+    gaps_by_method = {}
+    rows = []
+    for name in names:
+        errs, gaps, taus, rhos, inside, chosen = [], [], [], [], [], []
+        fit_s = pred_s = 0.0
+        for r, truth in zip(results, truths):
+            mean, sd, selected, tf, tp = r[name]
+            err = mean - truth
+            errs.append(err)
+            gaps.append(scale * np.abs(err).mean())
+            chosen.append(selected)
+            fit_s, pred_s = fit_s + tf, pred_s + tp
+            if len(truth) > 1 and np.ptp(truth) > 0 and np.ptp(mean) > 0:
+                taus.append(kendalltau(mean, truth).statistic)
+                rhos.append(spearmanr(mean, truth).statistic)
+            if sd is not None:
+                inside.append(np.abs(err) <= quantile * sd)
+        gaps_by_method[name] = float(np.mean(gaps))
+        err = np.concatenate(errs)
+        rows.append(dict(
+            method=name,
+            gap=gaps_by_method[name],
+            gap_std=float(np.std(gaps)),
+            rmse=float(scale * np.sqrt(np.mean(err**2))),
+            mae=float(scale * np.mean(np.abs(err))),
+            kendall=float(np.mean(taus)) if taus else float("nan"),
+            spearman=float(np.mean(rhos)) if rhos else float("nan"),
+            stability=(nogueira_stability(chosen, n_items) if len(chosen) > 1
+                       else float("nan")),
+            hamming=hamming_stability(chosen, n_items) if len(chosen) > 1 else float("nan"),
+            interval_coverage=(float(100 * np.mean(np.concatenate(inside)))
+                               if inside else float("nan")),
+            similarity_corr=(_similarity_corr(errs, truths, similarity)
+                             if similarity is not None else float("nan")),
+            fit_seconds=fit_s / len(results),
+            predict_seconds=pred_s / len(results),
+        ))
+    base = gaps_by_method["random-sampling"]
+    return [CoresetRow(egr=100.0 * (row["gap"] - base) / base if base > 0 else float("nan"),
+                       **row) for row in rows]
+
+
+def _similarity_corr(errs, truths, similarity) -> float:
+    """Pearson correlation of model similarity (eq. 4) with the normalized gap (eq. 6)."""
+    sim = np.concatenate(similarity)
+    p = np.concatenate(truths)
+    sigma = np.sqrt(p * (1 - p))
+    gap = np.abs(np.concatenate(errs))
+    keep = (sigma > 0) & np.isfinite(sim)
+    if keep.sum() < 3 or np.ptp(sim[keep]) == 0 or np.ptp(gap[keep] / sigma[keep]) == 0:
+        return float("nan")
+    return float(np.corrcoef(sim[keep], gap[keep] / sigma[keep])[0, 1])

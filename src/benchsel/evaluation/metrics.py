@@ -11,6 +11,8 @@ __all__ = [
     "r2_against_zero",
     "interval_coverage",
     "nogueira_stability",
+    "hamming_stability",
+    "model_similarity",
     "gaussian_entropy",
     "gaussian_mutual_information",
 ]
@@ -74,6 +76,51 @@ def nogueira_stability(selections: Sequence[Sequence[int]], n_items: int) -> flo
     if expected == 0:
         return 1.0  # every set is empty or full: nothing can vary
     return float(1.0 - s2.mean() / expected)
+
+
+def hamming_stability(selections: Sequence[Sequence[int]], n_items: int) -> float:
+    """Hamming stability (Bowyer et al., App. C, eq. 35): the mean number of items in
+    which two selections differ, over all pairs. 0 when every set is identical."""
+    if len(selections) < 2:
+        raise ValueError("stability needs at least two selections")
+    z = np.zeros((len(selections), n_items))
+    for row, s in enumerate(selections):
+        z[row, np.asarray(s, dtype=int)] = 1.0
+    # |a xor b| = |a| + |b| - 2 |a and b| for 0/1 vectors, for all pairs at once.
+    sizes = z.sum(axis=1)
+    dist = sizes[:, None] + sizes[None, :] - 2 * (z @ z.T)
+    upper = np.triu_indices(len(selections), k=1)
+    return float(dist[upper].mean())
+
+
+def model_similarity(target: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Similarity of each target model to the source models (Zhang et al. 2025, eq. 4).
+
+    The mean over source models of Cohen's-kappa-like agreement
+    ``(c_obs - c_exp) / (1 - c_exp)``: ``c_obs`` the fraction of questions both
+    models got equally right or wrong, ``c_exp`` the agreement expected if
+    their answers were independent given their accuracies. Needs 0/1 scores.
+
+    Parameters
+    ----------
+    target : ndarray (R, N)
+    source : ndarray (M, N)
+
+    Returns
+    -------
+    ndarray (R,)
+    """
+    t, s = np.asarray(target, dtype=float), np.asarray(source, dtype=float)
+    if not (np.isin(t, (0.0, 1.0)).all() and np.isin(s, (0.0, 1.0)).all()):
+        raise ValueError("model similarity needs binary (0/1) scores")
+    n = t.shape[1]
+    c_obs = (t @ s.T + (1 - t) @ (1 - s).T) / n
+    pt, ps = t.mean(axis=1)[:, None], s.mean(axis=1)[None, :]
+    c_exp = pt * ps + (1 - pt) * (1 - ps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (c_obs - c_exp) / (1 - c_exp)
+    # A pair with c_exp = 1 (both models all right or all wrong) carries no signal.
+    return np.nanmean(np.where(c_exp < 1, kappa, np.nan), axis=1)
 
 
 def gaussian_entropy(sigma: np.ndarray, selected: Sequence[int]) -> float:
