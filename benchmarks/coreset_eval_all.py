@@ -1,10 +1,13 @@
-"""EGR of every coreset method on every per-question matrix, both splits, n = 50.
+"""EGR of every coreset method on every per-question matrix, n = 50.
 
-Usage: python benchmarks/coreset_eval_all.py [DATA_DIR] [--trials T]
+Usage: python benchmarks/coreset_eval_all.py [DATA_DIR] [--trials T] [-n N]
+       [--methods a,b] [--splits interpolation,extrapolation] [--jobs J]
 
-Prints one row per (file, split) with each method's EGR versus
-random-sampling (%, negative = better) and 90% interval coverage, then the
-averages over files (paper 002's Figures 2-3 report the same averages).
+For each split, prints a Markdown table with one row per method: its EGR
+versus random-sampling (%, negative = better) on each file, then the
+average EGR and the average coverage of its 90% intervals (paper 002's
+Figures 2-3 report the same averages). Below it, random-sampling's gap in
+points per file.
 """
 
 import argparse
@@ -14,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from benchsel import DataWarning, read_scores
-from benchsel.coreset.evaluate import SPLITS, evaluate_coresets
+from benchsel.coreset.evaluate import evaluate_coresets
 from benchsel.coreset.methods import METHODS
 
 
@@ -24,30 +27,38 @@ def main() -> None:
                         default=str(Path(__file__).parents[2] / "shared/data/questions"))
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("-n", type=int, default=50)
+    parser.add_argument("--methods", default="all")
+    parser.add_argument("--splits", default="interpolation,extrapolation")
+    parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
-    methods = [m for m in METHODS if m != "random-sampling"]
-    print("| file | split | random gap | " + " | ".join(methods) + " |")
-    print("|---" * (3 + len(methods)) + "|")
-    egr = {(s, m): [] for s in SPLITS for m in methods}
-    cover = {(s, m): [] for s in SPLITS for m in methods}
-    for path in sorted(Path(args.data_dir).glob("*.npz")):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataWarning)
-            scores = read_scores(path)
-        for split in SPLITS:
-            res = evaluate_coresets(scores, split=split, n=args.n, trials=args.trials)
-            cells = []
+    methods = [m for m in (METHODS if args.methods == "all" else args.methods.split(","))
+               if m != "random-sampling"]
+    paths = sorted(Path(args.data_dir).glob("*.npz"))
+    for split in args.splits.split(","):
+        egr = {m: [] for m in methods}
+        cover = {m: [] for m in methods}
+        base = []
+        for path in paths:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)
+                scores = read_scores(path)
+            res = evaluate_coresets(scores, split=split, n=args.n, trials=args.trials,
+                                    methods=methods, n_jobs=args.jobs)
+            base.append(res.row("random-sampling").gap)
             for m in methods:
-                row = res.row(m)
-                egr[split, m].append(row.egr)
-                cover[split, m].append(row.interval_coverage)
-                cells.append(f"{row.egr:+.0f}% / {row.interval_coverage:.0f}")
-            base = res.row("random-sampling").gap
-            print(f"| {path.stem} | {split} | {base:.2f} | " + " | ".join(cells) + " |", flush=True)
-    for split in SPLITS:
-        cells = [f"{np.mean(egr[split, m]):+.1f}% / {np.mean(cover[split, m]):.0f}"
-                 for m in methods]
-        print(f"| **average** | {split} | | " + " | ".join(cells) + " |")
+                egr[m].append(res.row(m).egr)
+                cover[m].append(res.row(m).interval_coverage)
+        names = [p.stem.replace("openllm_", "ol_").replace("helm_", "h_") for p in paths]
+        print(f"\n{split}, n = {args.n}, {args.trials} trials: EGR % per file\n")
+        print("| method | " + " | ".join(names) + " | **average** | cov90 % |")
+        print("|---" * (len(names) + 3) + "|")
+        for m in methods:
+            cells = [f"{e:+.0f}" for e in egr[m]]
+            cov = np.nanmean(cover[m]) if not np.all(np.isnan(cover[m])) else float("nan")
+            cov_text = "-" if np.isnan(cov) else f"{cov:.0f}"
+            print(f"| {m} | " + " | ".join(cells)
+                  + f" | **{np.mean(egr[m]):+.1f}** | {cov_text} |", flush=True)
+        print("| *random gap (points)* | " + " | ".join(f"{b:.2f}" for b in base) + " | | |")
 
 
 if __name__ == "__main__":

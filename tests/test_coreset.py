@@ -203,3 +203,32 @@ def test_n_as_a_percentage_and_parallel_trials_change_nothing():
             b.gap, b.egr, b.interval_coverage, b.similarity_corr, b.hamming)
     # random questions: two size-12 coresets of 120 share about 1.2 questions
     assert one.row("random-sampling").hamming > 18
+
+
+def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_sources():
+    from benchsel.coreset.gaussian import LowRankGaussian
+    from benchsel.coreset.methods import aipw_estimate, lowrank_question_features
+
+    x = irt_scores(m=120, n=300, seed=14)
+    order = np.argsort(x.mean(axis=1))
+    weak, middle, strong = order[:60], order[60:70], order[-10:]
+    method = make_method("guarded-ensemble").fit(x[weak], 40, np.random.default_rng(0))
+    a = method.selected_
+    mean, sd = method.predict(x[strong][:, a])
+    dr_mean, dr_sd = aipw_estimate(lowrank_question_features(x[weak]), a, x[strong][:, a])
+    assert method.outside_.all()  # every strong model beyond the weak sources
+    np.testing.assert_allclose(mean, dr_mean)
+    np.testing.assert_allclose(sd, dr_sd)
+    # Inside the range: the mean of the three model-based parts.
+    src = np.concatenate([order[:50], order[70:]])
+    method = make_method("guarded-ensemble").fit(x[src], 40, np.random.default_rng(1))
+    a = method.selected_
+    rows = x[middle][:, a]
+    mean, sd = method.predict(rows)
+    assert not method.outside_.any()
+    parts = [
+        RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(x[src][:, a], x[src].mean(1)).predict(rows),
+        LowRankGaussian().fit(x[src]).predict_mean(rows, a)[0],
+        aipw_estimate(x[src].T, a, rows)[0],
+    ]
+    np.testing.assert_allclose(mean, np.mean(parts, axis=0))
