@@ -9,7 +9,7 @@ from sklearn.linear_model import RidgeCV
 from benchsel import ScoreMatrix
 from benchsel.cli import main
 from benchsel.coreset.evaluate import evaluate_coresets, model_split
-from benchsel.coreset.methods import DEFAULT_METHOD, METHODS, make_method
+from benchsel.coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
 
 
 def irt_scores(m=60, n=120, seed=0):
@@ -116,7 +116,7 @@ def test_cli_coreset_eval_and_coreset_on_npz(tmp_path, capsys):
     assert out["split"] == "extrapolation" and out["default"] == DEFAULT_METHOD
     keys = {"method", "gap", "gap_std", "egr", "kendall", "interval_coverage", "fit_seconds"}
     assert all(keys <= set(m) for m in out["methods"])
-    assert {m["method"] for m in out["methods"]} == set(METHODS)
+    assert {m["method"] for m in out["methods"]} == set(METHODS) | set(PAPER_REFITS)
     samples = tmp_path / "samples.json"
     assert main(["coreset", str(path), "-n", "10", "--emit-lm-eval-samples", "arc",
                  str(samples), "--json"]) == 0
@@ -206,6 +206,8 @@ def test_n_as_a_percentage_and_parallel_trials_change_nothing():
 
 
 def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_sources():
+    from sklearn.kernel_ridge import KernelRidge
+
     from benchsel.coreset.gaussian import LowRankGaussian
     from benchsel.coreset.methods import aipw_estimate, lowrank_question_features
 
@@ -227,7 +229,8 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
     mean, sd = method.predict(rows)
     assert not method.outside_.any()
     parts = [
-        RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(x[src][:, a], x[src].mean(1)).predict(rows),
+        KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
+                    coef0=1).fit(x[src][:, a], x[src].mean(1)).predict(rows),
         LowRankGaussian().fit(x[src]).predict_mean(rows, a)[0],
         aipw_estimate(x[src].T, a, rows)[0],
     ]

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .coreset.evaluate import SPLITS, evaluate_coresets, resolve_n
-from .coreset.methods import DEFAULT_METHOD, METHODS, make_method
+from .coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .evaluation import (
     cross_validate,
@@ -533,7 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=_coreset_size, default="50",
                    help="questions to pick, a count or a percentage such as 5%% (default 50)")
     p.add_argument("--method", default="default",
-                   help=f"default ({DEFAULT_METHOD}) or one of: {', '.join(METHODS)}")
+                   help=f"default ({DEFAULT_METHOD}) or one of: {', '.join(METHODS)}; append "
+                   "+ or ++ to any for a ridge or kernel ridge refit")
     p.add_argument("--emit-lm-eval-samples", nargs=2, metavar=("TASK", "FILE"),
                    help="also write the selection as lm-eval's --samples JSON")
     p.add_argument("--seed", type=int, default=0, help="seed for the random questions")
@@ -556,7 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trials run in parallel (default 1; results do not depend on it)")
     p.add_argument("--trials", type=_positive_int, default=10, help="trials (default 10)")
     p.add_argument("--methods", default="all",
-                   help=f"all, default, or comma-separated: {', '.join(METHODS)}")
+                   help=f"all, default, or comma-separated: {', '.join(METHODS)}; append "
+                   "+ or ++ to any for a ridge or kernel ridge refit (default all: these "
+                   f"and {', '.join(PAPER_REFITS)})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)

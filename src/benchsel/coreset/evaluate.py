@@ -46,7 +46,7 @@ from ..evaluation.metrics import (
     nogueira_stability,
 )
 from ..matrix import ScoreMatrix
-from .methods import DEFAULT_METHOD, METHODS, make_method
+from .methods import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
     "CoresetRow",
@@ -203,8 +203,9 @@ def evaluate_coresets(
         Questions per coreset, or a percentage of them such as ``"5%"``.
     trials : int
     methods : sequence of str or None
-        Registry names (None: all); random-sampling is always added, since
-        EGR is relative to it.
+        Registry names, ``+``/``++`` refits included (None: every method and
+        the papers' refits); random-sampling is always added, since EGR is
+        relative to it.
     seed : int
     level : float
         Central interval probability for ``interval_coverage``.
@@ -223,8 +224,8 @@ def evaluate_coresets(
     if split != "stratified" and sources is not None:
         raise ValueError("sources is only used by the stratified split")
     model_split(values, split, np.random.default_rng(seed), sources)  # validate early
-    names = list(METHODS) if methods is None else [DEFAULT_METHOD if m == "default" else m
-                                                   for m in methods]
+    names = method_names("all") if methods is None else [
+        DEFAULT_METHOD if m == "default" else m for m in methods]
     if "random-sampling" not in names:
         names = ["random-sampling"] + names
     for name in names:

@@ -21,8 +21,9 @@ full-benchmark means (and standard deviations where the method has them).
   the unrun questions, debiased by the mean leave-one-out residual on the run
   ones (consistent like AIPW; design-based standard error).
 * ``guarded-ensemble`` (the default) -- random questions; the mean of three
-  predictions (random-sampling-learn, the low-rank Gaussian's conditional
-  mean, aipw), unless AIPW with question features that extrapolate (logit
+  predictions (degree-2 polynomial kernel ridge from the run questions to
+  the mean, as in Bowyer et al.'s "++"; the low-rank Gaussian's conditional
+  mean; aipw), unless AIPW with question features that extrapolate (logit
   difficulty and principal loadings) puts the model outside the range of
   the source models' scores: then that consistent estimate is returned with
   its design-based standard error. Its standard error inside the range is
@@ -36,9 +37,11 @@ import numpy as np
 from sklearn.linear_model import RidgeCV
 
 from ._base import ALPHAS, RandomQuestions, fpc
+from . import anchor, irt, learned, mrmr
 from .gaussian import LowRankGaussian
+from .refit import kernel_ridge_loo, make_refit, paper_alphas
 
-__all__ = ["METHODS", "DEFAULT_METHOD", "make_method"]
+__all__ = ["METHODS", "DEFAULT_METHOD", "PAPER_REFITS", "make_method", "method_names"]
 
 class RandomSampling(RandomQuestions):
     name = "random-sampling"
@@ -171,9 +174,8 @@ class GuardedEnsemble(RandomQuestions):
     name = "guarded-ensemble"
 
     def _fit(self, source: np.ndarray) -> None:
-        self.learn_ = RandomSamplingLearn()
-        self.learn_.selected_, self.learn_.n_questions = self.selected_, self.n_questions
-        self.learn_._fit(source)
+        self.kernel_ = kernel_ridge_loo(source[:, self.selected_], source.mean(axis=1),
+                                        paper_alphas(source))
         self.gaussian_ = LowRankGaussian().fit(source)
         self.raw_features_ = source.T
         self.features_ = lowrank_question_features(source)
@@ -183,7 +185,7 @@ class GuardedEnsemble(RandomQuestions):
     def predict(self, x_selected: np.ndarray):
         a = self.selected_
         parts = [
-            self.learn_.predict(x_selected),
+            (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
             self.gaussian_.predict_mean(x_selected, a),
             aipw_estimate(self.raw_features_, a, x_selected),
         ]
@@ -199,19 +201,42 @@ class GuardedEnsemble(RandomQuestions):
 
 METHODS = {
     cls.name: cls
-    for cls in (RandomSampling, RandomSamplingLearn, AIPW, GaussianGreedy, GaussianDR,
-                GuardedEnsemble)
+    for cls in (
+        RandomSampling, RandomSamplingLearn, AIPW, GaussianGreedy, GaussianDR, GuardedEnsemble,
+        *learned.METHODS, *anchor.METHODS, *irt.METHODS, *mrmr.METHODS,
+    )
 }
 DEFAULT_METHOD = "guarded-ensemble"  # beats aipw in both splits; see docs/question-level.md
+REFIT_KINDS = ("++", "+")  # suffixes: any method's questions, (kernel) ridge predictor
+# The refits Bowyer et al. report, evaluated with "all" beside the base methods.
+PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
+
+
+def method_names(which: str = "all") -> list[str]:
+    """``all``: every registered method and the papers' refits; ``default``: the default."""
+    if which == "all":
+        return [*METHODS, *PAPER_REFITS]
+    if which == "default":
+        return [DEFAULT_METHOD]
+    raise ValueError(f"expected 'all' or 'default'; got {which!r}")
 
 
 def make_method(name: str):
-    """A fresh method by registry name (``default`` is :data:`DEFAULT_METHOD`)."""
+    """A fresh method by registry name.
+
+    ``default`` is :data:`DEFAULT_METHOD`; a name ending in ``+`` or ``++``
+    is that method's questions with a ridge or degree-2 polynomial kernel
+    ridge predictor (Bowyer et al.'s refits), e.g. ``anchor-points-weighted++``.
+    """
     if name == "default":
         name = DEFAULT_METHOD
-    try:
+    if name in METHODS:
         return METHODS[name]()
-    except KeyError:
-        raise ValueError(
-            f"unknown coreset method {name!r}; methods: default, {', '.join(METHODS)}"
-        ) from None
+    for kind in REFIT_KINDS:
+        base = name[: -len(kind)]
+        if name.endswith(kind) and base in METHODS:
+            return make_refit(METHODS[base](), kind)
+    raise ValueError(
+        f"unknown coreset method {name!r}; methods: default, {', '.join(METHODS)} "
+        "(append + or ++ to any for a ridge or kernel ridge refit)"
+    )

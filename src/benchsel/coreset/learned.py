@@ -1,0 +1,874 @@
+"""Learned question-level methods of Zhang et al. (2025, paper 002, Sec. 3 and App. A).
+
+Each is a method in the sense of :mod:`benchsel.coreset._base` (``name``,
+``fit(source, n, rng)``, ``predict(x_selected)``); the array-level work is in
+plain functions beside them.
+
+* ``random-search-learn`` -- draw ``n_search`` (10,000) random coresets, score
+  each by cross-validated ridge regression from its scores to the full mean on
+  the source models, keep the best and refit ridge on all sources.
+  Cross-validation: the source models are split into 4 folds once, shared by
+  every candidate; each fold is paper 001's "fit on 75%, test on 25%" and the
+  score is the mean absolute error over all source models, each predicted
+  from the fold that held it out. The ridge penalty is fixed during the
+  search (the one with the best mean score over a pilot of 100 candidates,
+  from :data:`~benchsel.coreset._base.ALPHAS`); the final refit picks its own
+  by leave-one-out over the same grid. All the candidates' small ridge
+  problems are solved at once (:func:`batched_ridge`).
+* ``lasso`` -- Lasso from all ``N`` question scores to the full mean; the
+  penalty walks down the regularization path until ``n`` weights are
+  non-zero (bisection closes in on exactly ``n``), and the coreset is that
+  support. A lasso has at most about ``M - 1`` non-zero weights, so with few
+  source models the support can be smaller than ``n``; the coreset is then
+  filled with the questions that would enter the path next (the largest
+  ``|x_j^T residual|``), at zero weight.
+* ``double-optimize`` -- Adam on a selection vector ``pi`` and weights
+  ``theta`` jointly, with the straight-through ``TopMask(pi; n)``; the
+  coreset is the final mask and the predictor is ``theta`` as learned, as in
+  the paper (plus an intercept, profiled out by centring).
+* ``pca`` -- random questions; the target models' unrun questions are imputed
+  by iterative rank-``k`` PCA (paper 002, Algorithm 1) with ``k`` chosen by
+  cross-validation over ``{2, 5, 10, 20}``; the prediction is the mean of the
+  observed and imputed scores. The imputation runs in the ``M + R``
+  dimensional row space (:func:`pca_impute`), so its cost does not grow with
+  ``N`` after one ``M x M`` Gram matrix.
+
+Standard deviations come from cross-validated residuals on the source models
+(see each class); they share the methods' blind spot under extrapolation.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+from scipy.linalg import eigh
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Lasso, RidgeCV
+from threadpoolctl import threadpool_limits
+
+from ._base import ALPHAS, check_n
+
+__all__ = [
+    "METHODS",
+    "DoubleOptimize",
+    "LassoCoreset",
+    "PCAImpute",
+    "RandomSearchLearn",
+    "batched_ridge",
+    "coreset_cv_predictions",
+    "double_optimize",
+    "draw_coresets",
+    "kfold_ids",
+    "lasso_coreset",
+    "pca_impute",
+    "top_mask",
+]
+
+N_FOLDS = 4  # each fold holds out 25% of the source models, as paper 001's split does
+PCA_RANKS = (2, 5, 10, 20)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_source(source) -> np.ndarray:
+    x = np.asarray(source, dtype=float)
+    if x.ndim != 2:
+        raise ValueError(f"source must be a 2-D (models x questions) array; got shape {x.shape}")
+    if x.shape[0] < 2:
+        raise ValueError(f"need at least 2 source models; got {x.shape[0]}")
+    if not np.isfinite(x).all():
+        raise ValueError("source scores must be complete and finite (no NaN or inf)")
+    return x
+
+
+def _check_selected(x_selected, n: int) -> np.ndarray:
+    x = np.asarray(x_selected, dtype=float)
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(
+            f"x_selected must be (models x {n}) scores on selected_; got shape {x.shape}"
+        )
+    if not np.isfinite(x).all():
+        raise ValueError("x_selected must be complete and finite (no NaN or inf)")
+    return x
+
+
+def _check_positive(name: str, value, *, integer: bool = False) -> None:
+    if integer:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    elif not value > 0:
+        raise ValueError(f"{name} must be > 0; got {value!r}")
+
+
+def _single_blas_thread(method):
+    """Run ``method`` with one BLAS thread.
+
+    Everything here is small matrices or matrix-vector products, where BLAS
+    threads cost more in start-up and contention than they save (measured
+    about 3x slower with two threads on a busy two-core machine).
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(1, user_api="blas"):
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def kfold_ids(m: int, rng, n_folds: int = N_FOLDS) -> np.ndarray:
+    """Fold label (0 .. ``min(n_folds, m) - 1``) of each of ``m`` models, in random order."""
+    k = min(n_folds, m)
+    ids = np.empty(m, dtype=int)
+    ids[rng.permutation(m)] = np.arange(m) % k
+    return ids
+
+
+# --------------------------------------------------------------------------- random search
+
+
+def draw_coresets(rng, n_questions: int, n: int, count: int) -> np.ndarray:
+    """``count`` uniformly random coresets of ``n`` distinct questions, each sorted.
+
+    Returns
+    -------
+    ndarray of int, shape (count, n)
+    """
+    check_n(n, n_questions)
+    return np.stack(
+        [np.sort(rng.choice(n_questions, n, replace=False)) for _ in range(count)]
+    )
+
+
+def batched_ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Ridge regressions with intercept for a batch of design matrices at once.
+
+    Minimizes ``||y - X w - b||^2 + alpha ||w||^2`` for every ``X`` in the
+    batch (the intercept unpenalized, as :class:`sklearn.linear_model.Ridge`).
+    The ``n x n`` normal equations are solved when ``n <= m``, else the
+    ``m x m`` dual ones, whichever system is smaller.
+
+    Parameters
+    ----------
+    x : ndarray, shape (B, m, n)
+        One design matrix per problem.
+    y : ndarray, shape (m,) or (B, m)
+        Targets, shared by all problems or one row per problem.
+    alpha : float
+        Ridge penalty, > 0 (the centred dual system is singular without it).
+
+    Returns
+    -------
+    coef : ndarray, shape (B, n)
+    intercept : ndarray, shape (B,)
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"x must be a (batch, models, features) array; got shape {x.shape}")
+    _check_positive("alpha", alpha)
+    b, m, n = x.shape
+    y = np.broadcast_to(np.asarray(y, dtype=float), (b, m))
+    x_mean, y_mean = x.mean(axis=1), y.mean(axis=1)
+    xc = x - x_mean[:, None, :]
+    yc = y - y_mean[:, None]
+    if n <= m:
+        gram = np.matmul(xc.transpose(0, 2, 1), xc)
+        gram[:, np.arange(n), np.arange(n)] += alpha
+        rhs = np.einsum("bmn,bm->bn", xc, yc)
+        coef = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    else:
+        kernel = np.matmul(xc, xc.transpose(0, 2, 1))
+        kernel[:, np.arange(m), np.arange(m)] += alpha
+        dual = np.linalg.solve(kernel, yc[..., None])[..., 0]
+        coef = np.einsum("bmn,bm->bn", xc, dual)
+    intercept = y_mean - np.einsum("bn,bn->b", x_mean, coef)
+    return coef, intercept
+
+
+def coreset_cv_predictions(
+    source: np.ndarray,
+    target: np.ndarray,
+    coresets: np.ndarray,
+    folds: np.ndarray,
+    alpha: float,
+    *,
+    chunk: int | None = None,
+) -> np.ndarray:
+    """Out-of-fold ridge predictions of ``target`` from each coreset's scores.
+
+    Parameters
+    ----------
+    source : ndarray, shape (M, N)
+        Source models' scores.
+    target : ndarray, shape (M,)
+        What to predict (the full-benchmark means).
+    coresets : ndarray of int, shape (C, n)
+        Question indices of each candidate.
+    folds : ndarray of int, shape (M,)
+        Fold label of each model; each model is predicted by the ridge fitted
+        on the models of the other folds.
+    alpha : float
+        Ridge penalty.
+    chunk : int, optional
+        Candidates per batch; default keeps a batch near 4 million numbers.
+
+    Returns
+    -------
+    ndarray, shape (C, M)
+    """
+    m = source.shape[0]
+    n = coresets.shape[1]
+    chunk = chunk or max(1, 4_000_000 // (m * n))
+    by_question = np.ascontiguousarray(source.T)  # a coreset's rows are then contiguous
+    out = np.empty((len(coresets), m))
+    tests = [np.flatnonzero(folds == f) for f in np.unique(folds)]
+    for start in range(0, len(coresets), chunk):
+        x = by_question[coresets[start:start + chunk]].transpose(0, 2, 1)  # (B, M, n)
+        for test in tests:
+            train = np.setdiff1d(np.arange(m), test)
+            coef, intercept = batched_ridge(x[:, train], target[train], alpha)
+            out[start:start + chunk, test] = (
+                np.einsum("bmn,bn->bm", x[:, test], coef) + intercept[:, None]
+            )
+    return out
+
+
+class RandomSearchLearn:
+    """Random-search-learn: the best of many random coresets by cross-validated ridge.
+
+    Parameters
+    ----------
+    n_search : int, default 10000
+        Random coresets drawn (paper 001 and 002 use 10,000).
+    n_pilot : int, default 100
+        Candidates on which the search's fixed ridge penalty is chosen.
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n,)
+    candidates_ : ndarray of int, shape (n_search, n)
+        Every coreset drawn, each sorted.
+    cv_mae_ : ndarray, shape (n_search,)
+        Each candidate's cross-validated mean absolute error.
+    folds_ : ndarray of int, shape (M,)
+        Fold label of each source model.
+    alpha_search_ : float
+        Ridge penalty used during the search.
+    model_ : RidgeCV
+        The final ridge on all source models.
+    sd_ : float
+        The error bar: root-mean-square out-of-fold residual of the median
+        candidate (see :meth:`fit`).
+    """
+
+    name = "random-search-learn"
+
+    def __init__(self, *, n_search: int = 10_000, n_pilot: int = 100):
+        self.n_search = n_search
+        self.n_pilot = n_pilot
+
+    @_single_blas_thread
+    def fit(self, source, n: int, rng) -> RandomSearchLearn:
+        """Search ``n_search`` random coresets of ``n`` questions on ``source`` (M x N).
+
+        The error bar is the cross-validated RMSE of the *median* candidate,
+        not of the winner: the winner's own cross-validated error is biased
+        low by the selection among thousands, and its coreset is a random
+        one with a favourable draw on these source models.
+        """
+        x = _check_source(source)
+        _check_positive("n_search", self.n_search, integer=True)
+        _check_positive("n_pilot", self.n_pilot, integer=True)
+        check_n(n, x.shape[1])
+        target = x.mean(axis=1)
+        self.folds_ = kfold_ids(len(x), rng)
+        self.candidates_ = draw_coresets(rng, x.shape[1], n, self.n_search)
+        self.alpha_search_ = self._pilot_alpha(x, target)
+        oof = coreset_cv_predictions(x, target, self.candidates_, self.folds_, self.alpha_search_)
+        resid = oof - target
+        self.cv_mae_ = np.abs(resid).mean(axis=1)
+        self.selected_ = self.candidates_[np.argmin(self.cv_mae_)]
+        rmse = np.sqrt((resid**2).mean(axis=1))
+        self.sd_ = float(np.median(rmse))
+        self.model_ = RidgeCV(alphas=ALPHAS).fit(x[:, self.selected_], target)
+        return self
+
+    def _pilot_alpha(self, x: np.ndarray, target: np.ndarray) -> float:
+        pilot = self.candidates_[: self.n_pilot]
+        scores = [
+            np.abs(coreset_cv_predictions(x, target, pilot, self.folds_, a) - target).mean()
+            for a in ALPHAS
+        ]
+        return float(ALPHAS[int(np.argmin(scores))])
+
+    @_single_blas_thread
+    def predict(self, x_selected):
+        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
+        x = _check_selected(x_selected, len(self.selected_))
+        mean = self.model_.predict(x)
+        return mean, np.full(mean.shape, self.sd_)
+
+
+# --------------------------------------------------------------------------- lasso
+
+
+def _lasso(alpha: float, max_iter: int, tol: float) -> Lasso:
+    return Lasso(alpha=alpha, warm_start=True, max_iter=max_iter, tol=tol)
+
+
+def lasso_coreset(
+    x: np.ndarray,
+    y: np.ndarray,
+    n: int,
+    *,
+    n_alphas: int = 60,
+    eps: float = 1e-3,
+    bisect: int = 20,
+    max_iter: int = 10_000,
+    tol: float = 1e-4,
+) -> Lasso:
+    """The lasso with the smallest penalty found whose support has at most ``n`` questions.
+
+    Walks the penalty down a geometric grid from ``alpha_max`` (where every
+    weight is zero) to ``eps * alpha_max``, warm-starting each fit; once the
+    support exceeds ``n``, bisects (in log scale) between the last penalty
+    with at most ``n`` non-zeros and the first with more, stopping at exactly
+    ``n``. If the support never reaches ``n`` the last fit of the grid is
+    returned.
+
+    Parameters
+    ----------
+    x : ndarray, shape (M, N)
+    y : ndarray, shape (M,)
+    n : int
+        Most non-zero weights allowed.
+    n_alphas, eps : int, float
+        The grid of penalties.
+    bisect : int
+        Most bisection steps.
+    max_iter, tol
+        Passed to :class:`sklearn.linear_model.Lasso`.
+
+    Returns
+    -------
+    Lasso
+        The fitted model; its ``alpha`` is the penalty chosen.
+    """
+    m = len(x)
+    alpha_max = np.abs((x - x.mean(axis=0)).T @ (y - y.mean())).max() / m
+    if alpha_max == 0:  # the target is constant: nothing ever enters
+        return _lasso(1.0, max_iter, tol).fit(x, y)
+    model = _lasso(alpha_max, max_iter, tol)
+    good = bad = None
+    # Points on the way to the chosen penalty needn't be exact: they only
+    # warm-start the next fit, so their convergence warnings are noise.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for alpha in alpha_max * np.logspace(0, np.log10(eps), n_alphas)[1:]:
+            model.set_params(alpha=alpha).fit(x, y)
+            if np.count_nonzero(model.coef_) > n:
+                bad = alpha
+                break
+            good = (alpha, model.coef_.copy(), model.intercept_)
+        if bad is not None and good is None:  # the first step overshot: bisect from the top
+            good = (alpha_max, np.zeros(x.shape[1]), y.mean())
+        for _ in range(bisect if bad is not None else 0):
+            if np.count_nonzero(good[1]) == n:
+                break
+            alpha = np.sqrt(good[0] * bad)
+            model.set_params(alpha=alpha)
+            model.coef_, model.intercept_ = good[1].copy(), good[2]
+            model.fit(x, y)
+            if np.count_nonzero(model.coef_) > n:
+                bad = alpha
+            else:
+                good = (alpha, model.coef_.copy(), model.intercept_)
+    model.set_params(alpha=good[0])
+    model.coef_, model.intercept_ = good[1], good[2]
+    return model
+
+
+def _fill_next_to_enter(x, y, coef, intercept, support: np.ndarray, n: int) -> np.ndarray:
+    """``n - len(support)`` inactive questions most correlated with the lasso's residual.
+
+    On the lasso path a question enters when ``|x_j^T r| / M`` reaches the
+    penalty, so these are the next to enter as the penalty decreases.
+    """
+    resid = y - x @ coef - intercept
+    score = np.abs((x - x.mean(axis=0)).T @ resid)
+    score[support] = -np.inf
+    order = np.argsort(-score, kind="stable")
+    return order[: n - len(support)]
+
+
+class LassoCoreset:
+    """Lasso: the support of a lasso from all questions to the full mean.
+
+    Parameters
+    ----------
+    n_alphas : int, default 60
+        Points on the penalty grid from ``alpha_max`` to ``eps * alpha_max``.
+    eps : float, default 1e-3
+    bisect : int, default 20
+        Bisection steps towards exactly ``n`` non-zero weights.
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n,)
+        The lasso's support (sorted), then any fill-up questions.
+    alpha_ : float
+        The penalty chosen.
+    coef_ : ndarray, shape (N,)
+        Lasso weights on all questions (at most ``n`` non-zero).
+    weights_ : ndarray, shape (n,)
+        ``coef_[selected_]`` (zero for fill-up questions).
+    intercept_ : float
+    n_filled_ : int
+        Questions added because the support had fewer than ``n``.
+    sd_ : float
+        Root-mean-square residual of 4-fold cross-validation at ``alpha_``
+        (the lasso refitted on each fold's other models).
+    """
+
+    name = "lasso"
+
+    def __init__(self, *, n_alphas: int = 60, eps: float = 1e-3, bisect: int = 20):
+        self.n_alphas = n_alphas
+        self.eps = eps
+        self.bisect = bisect
+
+    @_single_blas_thread
+    def fit(self, source, n: int, rng) -> LassoCoreset:
+        """Fit on source models' scores (M x N); ``rng`` draws the CV folds."""
+        x = _check_source(source)
+        check_n(n, x.shape[1])
+        _check_positive("n_alphas", self.n_alphas, integer=True)
+        if not 0 < self.eps < 1:
+            raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
+        if self.bisect < 0:
+            raise ValueError(f"bisect must be >= 0; got {self.bisect!r}")
+        y = x.mean(axis=1)
+        model = lasso_coreset(x, y, n, n_alphas=self.n_alphas, eps=self.eps, bisect=self.bisect)
+        self.alpha_, self.coef_, self.intercept_ = model.alpha, model.coef_, float(model.intercept_)
+        support = np.flatnonzero(self.coef_)
+        fill = _fill_next_to_enter(x, y, self.coef_, self.intercept_, support, n)
+        self.n_filled_ = len(fill)
+        self.selected_ = np.concatenate([support, np.sort(fill)])
+        self.weights_ = self.coef_[self.selected_]
+        self.sd_ = self._cv_sd(x, y, model, rng)
+        return self
+
+    def _cv_sd(self, x, y, model: Lasso, rng) -> float:
+        folds = kfold_ids(len(x), rng)
+        resid = np.empty(len(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # only an error bar
+            for f in np.unique(folds):
+                test = folds == f
+                fold_model = _lasso(self.alpha_, model.max_iter, model.tol)
+                fold_model.coef_, fold_model.intercept_ = self.coef_.copy(), self.intercept_
+                fold_model.fit(x[~test], y[~test])
+                resid[test] = y[test] - fold_model.predict(x[test])
+        return float(np.sqrt(np.mean(resid**2)))
+
+    @_single_blas_thread
+    def predict(self, x_selected):
+        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
+        x = _check_selected(x_selected, len(self.selected_))
+        mean = x @ self.weights_ + self.intercept_
+        return mean, np.full(mean.shape, self.sd_)
+
+
+# --------------------------------------------------------------------------- double optimize
+
+
+def top_mask(pi: np.ndarray, n: int) -> np.ndarray:
+    """``TopMask(pi; n)``: 1.0 at the ``n`` largest entries of ``pi``, 0.0 elsewhere.
+
+    ``pi`` may be a batch (..., N); each row gets its own mask. Ties are
+    broken by :func:`numpy.argpartition`, so exactly ``n`` entries are 1.
+    """
+    pi = np.asarray(pi, dtype=float)
+    if pi.ndim == 0 or not 1 <= n <= pi.shape[-1]:
+        raise ValueError(f"need 1 <= n <= {pi.shape[-1] if pi.ndim else 0}; got n={n}")
+    return _mask_of(_top_indices(pi, n), pi.shape)
+
+
+def _top_indices(pi: np.ndarray, n: int) -> np.ndarray:
+    return np.argpartition(-pi, n - 1, axis=-1)[..., :n]
+
+
+def _mask_of(indices: np.ndarray, shape) -> np.ndarray:
+    mask = np.zeros(shape)
+    np.put_along_axis(mask, indices, 1.0, axis=-1)
+    return mask
+
+
+class _Adam:
+    """Adam (Kingma and Ba, 2015) on one parameter array, PyTorch's defaults."""
+
+    def __init__(self, shape, lr: float, beta1: float = 0.9, beta2: float = 0.999,
+                 eps: float = 1e-8):
+        self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+        self.m, self.v, self.t = np.zeros(shape), np.zeros(shape), 0
+
+    def step(self, param: np.ndarray, grad: np.ndarray) -> None:
+        self.t += 1
+        self.m *= self.beta1
+        self.m += (1 - self.beta1) * grad
+        self.v *= self.beta2
+        self.v += (1 - self.beta2) * grad**2
+        m_hat = self.m / (1 - self.beta1**self.t)
+        v_hat = self.v / (1 - self.beta2**self.t)
+        param -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+def _double_optimize_runs(x, y, n, rng, train, steps, lr):
+    """Independent double-optimize runs, run ``k`` fitted on the rows ``train[k]``.
+
+    The runs share one pass over the scores per step: the backward product
+    of all runs is one (runs x M) @ (M x N) product.
+
+    Returns
+    -------
+    selected : ndarray of int, shape (runs, n)
+    theta : ndarray, shape (runs, n)
+    x_mean : ndarray, shape (runs, n)
+        Each run's training means of its questions (the centring).
+    y_mean : ndarray, shape (runs,)
+    """
+    runs, total = len(train), x.shape[1]
+    weight = train / train.sum(axis=1, keepdims=True)  # each run's mean over its rows
+    col_mean = weight @ x  # (runs, N)
+    y_mean = weight @ y
+    overall = x.mean(axis=0)
+    # The backward product reads all M x N scores every step; single precision
+    # halves that traffic, and Adam rescales the gradient anyway.
+    xc32 = (x - overall).astype(np.float32)
+    shift = col_mean - overall  # run k's centred scores are xc32 - shift[k]
+    pi = rng.normal(scale=lr, size=(runs, total))
+    theta = np.full((runs, total), 1.0 / n)
+    opt_pi, opt_theta = _Adam(pi.shape, lr), _Adam(theta.shape, lr)
+    for _ in range(steps):
+        on = _top_indices(pi, n)
+        mask = _mask_of(on, pi.shape)
+        th = np.take_along_axis(theta, on, axis=1)
+        pred = np.einsum("kmn,kn->km", x[:, on].transpose(1, 0, 2)
+                         - np.take_along_axis(col_mean, on, axis=1)[:, None, :], th)
+        resid = 2.0 * weight * (pred - (y - y_mean[:, None]))  # d loss / d pred
+        # d loss / d (x_j * mask_j * theta_j) for every question j and run
+        back = (resid.astype(np.float32) @ xc32).astype(float)
+        back -= resid.sum(axis=1, keepdims=True) * shift
+        opt_theta.step(theta, back * mask)
+        opt_pi.step(pi, back * theta)  # straight-through: d mask / d pi := 1
+    selected = np.sort(_top_indices(pi, n), axis=1)
+    return (selected, np.take_along_axis(theta, selected, axis=1),
+            np.take_along_axis(col_mean, selected, axis=1), y_mean)
+
+
+def double_optimize(
+    x: np.ndarray, y: np.ndarray, n: int, rng, *, steps: int = 1000, lr: float = 0.001
+) -> tuple[np.ndarray, np.ndarray]:
+    """Jointly learn a selection vector ``pi`` and weights ``theta`` (paper 002, eq. 18-19).
+
+    Minimizes ``mean_f ([x_f * TopMask(pi; n)]^T theta - y_f)^2`` with Adam on
+    both. The gradient with respect to the mask is passed to ``pi`` unchanged
+    (straight-through). ``x`` and ``y`` are centred first, which profiles out
+    an intercept exactly. ``theta`` starts at ``1/n`` (the coreset's mean),
+    ``pi`` at ``N(0, lr^2)`` noise, so the first mask is a random coreset.
+
+    Parameters
+    ----------
+    x : ndarray, shape (M, N)
+    y : ndarray, shape (M,)
+    n : int
+    rng : numpy.random.Generator
+    steps : int, default 1000
+    lr : float, default 0.001
+        Adam's step size for both vectors.
+
+    Returns
+    -------
+    selected : ndarray of int, shape (n,)
+        The final ``TopMask(pi; n)``'s questions, sorted.
+    theta : ndarray, shape (n,)
+        Their learned weights, for scores centred on the column means of ``x``.
+    """
+    x = _check_source(x)
+    check_n(n, x.shape[1])
+    train = np.ones((1, len(x)), bool)
+    selected, theta, _, _ = _double_optimize_runs(x, np.asarray(y, float), n, rng, train,
+                                                  steps, lr)
+    return selected[0], theta[0]
+
+
+class DoubleOptimize:
+    """Double-optimize: gradient descent on the coreset and the regression together.
+
+    Parameters
+    ----------
+    steps : int, default 1000
+        Adam steps.
+    lr : float, default 0.001
+        Adam's step size (weights start at ``1/n``, 0.02 for ``n = 50``).
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n,)
+    theta_ : ndarray, shape (n,)
+        Learned weights on the centred coreset scores.
+    sd_ : float
+        Root-mean-square residual of 4-fold cross-validation of the whole
+        procedure (coreset and weights learned again without the held-out
+        models).
+    """
+
+    name = "double-optimize"
+
+    def __init__(self, *, steps: int = 1000, lr: float = 0.001):
+        self.steps = steps
+        self.lr = lr
+
+    @_single_blas_thread
+    def fit(self, source, n: int, rng) -> DoubleOptimize:
+        """Fit on source models' scores (M x N); ``rng`` draws the folds and ``pi``'s starts."""
+        x = _check_source(source)
+        check_n(n, x.shape[1])
+        _check_positive("steps", self.steps, integer=True)
+        _check_positive("lr", self.lr)
+        y = x.mean(axis=1)
+        folds = kfold_ids(len(x), rng)
+        ids = np.unique(folds)
+        # Run 0 fits all the models; run 1 + f leaves out fold f, for the error bar.
+        train = np.vstack([np.ones(len(x), bool), folds[None, :] != ids[:, None]])
+        selected, theta, x_mean, y_mean = _double_optimize_runs(x, y, n, rng, train,
+                                                                self.steps, self.lr)
+        self.selected_, self.theta_ = selected[0], theta[0]
+        self.x_mean_, self.y_mean_ = x_mean[0], float(y_mean[0])
+        resid = np.empty(len(x))
+        for k, f in enumerate(ids, start=1):
+            test = folds == f
+            pred = (x[np.ix_(test, selected[k])] - x_mean[k]) @ theta[k] + y_mean[k]
+            resid[test] = y[test] - pred
+        self.sd_ = float(np.sqrt(np.mean(resid**2)))
+        return self
+
+    @_single_blas_thread
+    def predict(self, x_selected):
+        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
+        x = _check_selected(x_selected, len(self.selected_))
+        mean = (x - self.x_mean_) @ self.theta_ + self.y_mean_
+        return mean, np.full(mean.shape, self.sd_)
+
+
+# --------------------------------------------------------------------------- PCA imputation
+
+
+def _impute_weights(
+    src_obs: np.ndarray,
+    tgt_obs: np.ndarray,
+    gram: np.ndarray,
+    rank: int,
+    max_iter: int,
+    tol: float,
+) -> np.ndarray:
+    """Algorithm 1 in the row space: weights ``A`` with imputed scores ``= A @ S_U``.
+
+    Rows are the ``M`` sources then the ``R`` targets; columns are the
+    observed questions ``C`` (all rows known) and the rest ``U`` (known for
+    sources: ``S_U``). Starting from column means (``A = 1/M``), imputed
+    target rows stay affine combinations of source rows, ``T_U = A S_U``. The
+    column means of ``U`` are then ``w^T S_U`` with ``w = (1 + A^T 1)/(M+R)``,
+    the centred block is ``B S_U`` with ``B = [I; A] - 1 w^T``, the Gram
+    matrix of all centred rows is ``Zc_C Zc_C^T + B G B^T`` (``G = S_U
+    S_U^T``), and reconstructing from its top-``rank`` eigenvectors ``V``
+    gives ``A <- 1 w^T + (V V^T)[targets] B``. Everything is ``(M+R)``
+    sized.
+
+    Parameters
+    ----------
+    src_obs : ndarray, shape (M, n)
+        ``S_C``.
+    tgt_obs : ndarray, shape (R, n)
+        ``T_C``.
+    gram : ndarray, shape (M, M)
+        ``G = S_U S_U^T``.
+    rank : int
+        PCA components kept.
+    max_iter, tol
+        Stop when the imputed values change by less than ``tol`` times their
+        norm (Frobenius), or after ``max_iter`` iterations.
+
+    Returns
+    -------
+    ndarray, shape (R, M)
+    """
+    m, r = len(src_obs), len(tgt_obs)
+    rows = m + r
+    known = np.vstack([src_obs, tgt_obs])
+    known = known - known.mean(axis=0)
+    k_known = known @ known.T
+    weights = np.full((r, m), 1.0 / m)
+    stack = np.vstack([np.eye(m), weights])  # [I; A], updated in place below
+    for _ in range(max_iter):
+        w = (1.0 + weights.sum(axis=0)) / rows
+        b = stack - w
+        kernel = k_known + b @ gram @ b.T
+        _, vecs = eigh(kernel, subset_by_index=[rows - rank, rows - 1])
+        new = w + (vecs[m:] @ vecs.T) @ b
+        diff = new - weights
+        change = np.sum((diff @ gram) * diff)
+        size = np.sum((new @ gram) * new)
+        weights = new
+        stack[m:] = new
+        if change <= tol**2 * size:
+            break
+    return weights
+
+
+def pca_impute(
+    source: np.ndarray,
+    target_observed: np.ndarray,
+    observed: np.ndarray,
+    rank: int,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+) -> np.ndarray:
+    """Complete target models' scores by iterative PCA imputation (paper 002, Algorithm 1).
+
+    Stacks the source models (complete) on the targets (known on
+    ``observed`` only), fills the gaps with column means, then repeatedly
+    reconstructs the matrix from its top ``rank`` principal components (the
+    columns centred) and replaces the gaps with the reconstruction.
+
+    Parameters
+    ----------
+    source : ndarray, shape (M, N)
+    target_observed : ndarray, shape (R, n)
+        Targets' scores on ``observed``.
+    observed : ndarray of int, shape (n,)
+        Question indices the targets were run on.
+    rank : int
+        Principal components kept, ``1 <= rank < M + R``.
+    max_iter : int, default 100
+    tol : float, default 1e-5
+        Relative change of the imputed values at which to stop.
+
+    Returns
+    -------
+    ndarray, shape (R, N)
+        ``target_observed`` in the ``observed`` columns, imputations elsewhere.
+    """
+    source = _check_source(source)
+    observed = np.asarray(observed)
+    tgt = np.asarray(target_observed, dtype=float)
+    m, total = source.shape
+    if tgt.ndim != 2 or tgt.shape[1] != len(observed):
+        raise ValueError(
+            f"target_observed must be (models x {len(observed)}); got shape {tgt.shape}"
+        )
+    if not 1 <= rank < m + len(tgt):
+        raise ValueError(f"rank must be in [1, {m + len(tgt) - 1}]; got {rank}")
+    unrun = np.ones(total, bool)
+    unrun[observed] = False
+    s_u = source[:, unrun]
+    weights = _impute_weights(source[:, observed], tgt, s_u @ s_u.T, rank, max_iter, tol)
+    full = np.empty((len(tgt), total))
+    full[:, observed] = tgt
+    full[:, unrun] = weights @ s_u
+    return full
+
+
+class PCAImpute:
+    """PCA: random questions, the rest imputed by iterative low-rank PCA.
+
+    Parameters
+    ----------
+    ranks : tuple of int, default (2, 5, 10, 20)
+        Candidate numbers of components; those below the number of models in
+        a cross-validation fit are tried, and the best by 4-fold
+        cross-validation on the source models is kept (the held-out models
+        play the targets: only the coreset is observed).
+    max_iter : int, default 100
+    tol : float, default 1e-5
+        Passed to the imputation (see :func:`pca_impute`).
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n,)
+    rank_ : int
+        The rank chosen.
+    cv_mae_ : dict
+        Cross-validated mean absolute error of the predicted mean, by rank.
+    sd_ : float
+        Root-mean-square cross-validated residual at ``rank_``.
+    """
+
+    name = "pca"
+
+    def __init__(self, *, ranks=PCA_RANKS, max_iter: int = 100, tol: float = 1e-5):
+        self.ranks = ranks
+        self.max_iter = max_iter
+        self.tol = tol
+
+    @_single_blas_thread
+    def fit(self, source, n: int, rng) -> PCAImpute:
+        """Draw ``n`` random questions and choose the rank on ``source`` (M x N)."""
+        ranks = tuple(self.ranks)
+        if not ranks or any(
+            isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ranks
+        ):
+            raise ValueError(f"ranks must be positive integers; got {self.ranks!r}")
+        _check_positive("max_iter", self.max_iter, integer=True)
+        _check_positive("tol", self.tol)
+        source = _check_source(source)
+        self.n_questions = source.shape[1]
+        check_n(n, self.n_questions)
+        # The same draw as RandomQuestions, so that a shared rng gives the same questions.
+        self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+        self._choose_rank(source, rng)
+        return self
+
+    def _choose_rank(self, source: np.ndarray, rng) -> None:
+        run = source[:, self.selected_]
+        unrun = np.ones(source.shape[1], bool)
+        unrun[self.selected_] = False
+        s_u = source[:, unrun]
+        self.gram_ = s_u @ s_u.T
+        self.unrun_sums_ = s_u.sum(axis=1)
+        self.source_run_ = run
+        truth = source.mean(axis=1)
+        folds = kfold_ids(len(source), rng)
+        smallest_train = len(source) - np.bincount(folds).max()
+        ranks = [k for k in self.ranks if k < smallest_train] or [max(1, smallest_train - 1)]
+        resid = {}
+        for k in ranks:
+            pred = np.empty(len(source))
+            for f in np.unique(folds):
+                test, train = folds == f, folds != f
+                pred[test] = self._predict_mean(
+                    run[train], run[test], self.gram_[np.ix_(train, train)],
+                    self.unrun_sums_[train], k,
+                )
+            resid[k] = pred - truth
+        self.cv_mae_ = {k: float(np.abs(e).mean()) for k, e in resid.items()}
+        self.rank_ = min(self.cv_mae_, key=self.cv_mae_.get)
+        self.sd_ = float(np.sqrt(np.mean(resid[self.rank_] ** 2)))
+
+    def _predict_mean(self, src_run, tgt_run, gram, unrun_sums, rank) -> np.ndarray:
+        weights = _impute_weights(src_run, tgt_run, gram, rank, self.max_iter, self.tol)
+        return (tgt_run.sum(axis=1) + weights @ unrun_sums) / self.n_questions
+
+    @_single_blas_thread
+    def predict(self, x_selected):
+        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
+        x = _check_selected(x_selected, len(self.selected_))
+        mean = self._predict_mean(self.source_run_, x, self.gram_, self.unrun_sums_, self.rank_)
+        return mean, np.full(mean.shape, self.sd_)
+
+
+METHODS = (RandomSearchLearn, LassoCoreset, DoubleOptimize, PCAImpute)
