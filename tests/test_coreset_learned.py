@@ -81,6 +81,7 @@ def test_every_method_rejects_bad_input(cls):
         (RandomSearchLearn(n_search=0), "n_search must be a positive integer"),
         (RandomSearchLearn(n_pilot=2.5), "n_pilot must be a positive integer"),
         (LassoCoreset(eps=2.0), r"eps must be in \(0, 1\); got 2.0"),
+        (LassoCoreset(n_alphas=1), "n_alphas must be an integer >= 2; got 1"),
         (DoubleOptimize(steps=0), "steps must be a positive integer"),
         (DoubleOptimize(lr=-1.0), "lr must be > 0; got -1.0"),
         (PCAImpute(ranks=()), "ranks must be positive integers"),
@@ -281,6 +282,10 @@ def test_pca_impute_recovers_an_exactly_low_rank_matrix():
     np.testing.assert_allclose(got, z[34:], atol=1e-6)
     with pytest.raises(ValueError, match=r"rank must be in \[1, 39\]; got 40"):
         pca_impute(z[:34], z[34:, observed], observed, 40)
+    with pytest.raises(ValueError, match=r"observed must be distinct question indices"):
+        pca_impute(z[:34], z[34:, :2], np.array([3, 3]), 2)
+    with pytest.raises(ValueError, match=r"target_observed must be \(models x 12\)"):
+        pca_impute(z[:34], z[34:, :5], observed, 2)
 
 
 def test_pca_method_predicts_the_mean_of_observed_and_imputed_scores():
