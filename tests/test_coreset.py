@@ -235,3 +235,31 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
         aipw_estimate(x[src].T, a, rows)[0],
     ]
     np.testing.assert_allclose(mean, np.mean(parts, axis=0))
+
+
+def test_cli_reads_lm_eval_logs_directly(tmp_path, capsys):
+    rng = np.random.default_rng(9)
+    ability = rng.normal(size=16)
+    for i in range(16):
+        folder = tmp_path / "runs" / f"model-{i}"
+        folder.mkdir(parents=True)
+        lines = []
+        for d in range(40):
+            correct = int(rng.random() < 1 / (1 + np.exp(-(ability[i] - 0.05 * (d - 20)))))
+            for name in ("strict", "flexible"):  # two filters: one must be chosen
+                lines.append(json.dumps({"doc_id": d, "filter": name, "exact_match": correct}))
+        (folder / "samples_gsm_2024-05-01.jsonl").write_text("\n".join(lines) + "\n")
+    runs = str(tmp_path / "runs")
+    assert main(["coreset-eval", runs, "--lm-eval-task", "gsm", "--lm-eval-filter", "strict",
+                 "-n", "25%", "--trials", "2", "--methods", "default,mrmr++", "--json",
+                 "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 10 and {m["method"] for m in out["methods"]} == {
+        "random-sampling", DEFAULT_METHOD, "mrmr++"}
+    samples = tmp_path / "samples.json"
+    assert main(["coreset", runs, "--lm-eval-task", "gsm", "--lm-eval-filter", "strict",
+                 "-n", "8", "--emit-lm-eval-samples", "gsm", str(samples)]) == 0
+    assert len(json.loads(samples.read_text())["gsm"]) == 8
+    # Without the filter the reader refuses to guess.
+    assert main(["coreset", runs, "--lm-eval-task", "gsm", "-n", "8"]) == 1
+    assert "filter" in capsys.readouterr().err

@@ -28,7 +28,7 @@ from .evaluation import (
     spectrum,
 )
 from .gaussian import COVARIANCE_METHODS, GaussianModel
-from .harness import write_samples
+from .harness import read_samples, write_samples
 from .io import parse_observed, read_costs, write_text_atomic
 from .prediction import COMPLETERS
 from .progress import Progress
@@ -84,6 +84,9 @@ def _read_options(args) -> dict:
 
 
 def _load(args):
+    if getattr(args, "lm_eval_task", None):
+        return read_samples(args.data, args.lm_eval_task, metric=args.lm_eval_metric,
+                            filter=args.lm_eval_filter)
     return resolve_data(args.data, **_read_options(args))
 
 
@@ -419,6 +422,16 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True) -> None:
                    "max (Smola 2026, App. K); default none")
 
 
+def _add_lm_eval(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("lm-evaluation-harness logs")
+    g.add_argument("--lm-eval-task", metavar="TASK",
+                   help="DATA is a folder of lm-eval runs (one sub-folder per model with "
+                   "samples_TASK_<date>.jsonl); build the models x questions matrix of TASK")
+    g.add_argument("--lm-eval-metric", help="per-sample metric key (default: inferred)")
+    g.add_argument("--lm-eval-filter",
+                   help="lm-eval filter to keep when documents have several")
+
+
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
@@ -530,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("coreset", help="pick the questions to run on a new model")
     _add_data(p, model_options=False)
+    _add_lm_eval(p)
     p.add_argument("-n", type=_coreset_size, default="50",
                    help="questions to pick, a count or a percentage such as 5%% (default 50)")
     p.add_argument("--method", default="default",
@@ -544,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("coreset-eval",
                        help="compare question-level methods on held-out models")
     _add_data(p, model_options=False)
+    _add_lm_eval(p)
     p.add_argument("--split", choices=SPLITS, default="interpolation",
                    help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
                    "source, strongest 30%% target; stratified: --sources models spread "
