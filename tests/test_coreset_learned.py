@@ -71,7 +71,7 @@ def test_every_method_rejects_bad_input(cls):
     with pytest.raises(ValueError, match="complete"):
         fast(cls).fit(bad, 5, rng)
     method = fast(cls).fit(x, 5, rng)
-    with pytest.raises(ValueError, match=r"models x 5"):
+    with pytest.raises(ValueError, match=r"\(models, 5\)"):
         method.predict(x[:, :6])
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ALPHAS", "RandomQuestions", "check_n", "fpc"]
+__all__ = ["ALPHAS", "RandomQuestions", "check_n", "check_selected", "check_source", "fpc"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
 
@@ -34,6 +34,44 @@ def check_n(n: int, total: int) -> None:
     """Raise unless ``1 <= n < total`` (a coreset is a strict subset)."""
     if not 1 <= n < total:
         raise ValueError(f"n must be in [1, {total - 1}]; got {n}")
+
+
+def check_source(source, *, min_models: int = 2, unit_interval: bool = False) -> np.ndarray:
+    """Source scores as a finite 2-D float array with at least ``min_models`` models.
+
+    Parameters
+    ----------
+    source : array-like of shape (M, N)
+        Source models' complete scores.
+    min_models : int, default 2
+    unit_interval : bool, default False
+        Also require every score to lie in ``[0, 1]``.
+    """
+    x = np.asarray(source, dtype=float)
+    if x.ndim != 2:
+        raise ValueError(f"source scores must be a 2-D (models x questions) array; "
+                         f"got shape {x.shape}")
+    if x.shape[0] < min_models:
+        raise ValueError(f"need at least {min_models} source models; got {x.shape[0]}")
+    if not np.isfinite(x).all():
+        raise ValueError("source scores must be complete and finite (no NaN or inf)")
+    if unit_interval and (x.min() < 0 or x.max() > 1):
+        raise ValueError(f"scores must lie in [0, 1]; got values in [{x.min():g}, {x.max():g}]")
+    return x
+
+
+def check_selected(x_selected, n: int, *, unit_interval: bool = False) -> np.ndarray:
+    """Target scores on the coreset as a finite (R, n) float array (one model may be 1-D)."""
+    x = np.asarray(x_selected, dtype=float)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"x_selected must have shape (models, {n}); got {np.shape(x_selected)}")
+    if not np.isfinite(x).all():
+        raise ValueError("x_selected must be complete and finite (no NaN or inf)")
+    if unit_interval and x.size and (x.min() < 0 or x.max() > 1):
+        raise ValueError(f"scores must lie in [0, 1]; got values in [{x.min():g}, {x.max():g}]")
+    return x
 
 
 class RandomQuestions:

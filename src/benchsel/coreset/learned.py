@@ -58,7 +58,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, RidgeCV
 from threadpoolctl import threadpool_limits
 
-from ._base import ALPHAS, check_n
+from ._base import ALPHAS, check_n, check_selected, check_source
 
 __all__ = [
     "METHODS",
@@ -81,28 +81,6 @@ PCA_RANKS = (2, 5, 10, 20)
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def _check_source(source) -> np.ndarray:
-    x = np.asarray(source, dtype=float)
-    if x.ndim != 2:
-        raise ValueError(f"source must be a 2-D (models x questions) array; got shape {x.shape}")
-    if x.shape[0] < 2:
-        raise ValueError(f"need at least 2 source models; got {x.shape[0]}")
-    if not np.isfinite(x).all():
-        raise ValueError("source scores must be complete and finite (no NaN or inf)")
-    return x
-
-
-def _check_selected(x_selected, n: int) -> np.ndarray:
-    x = np.asarray(x_selected, dtype=float)
-    if x.ndim != 2 or x.shape[1] != n:
-        raise ValueError(
-            f"x_selected must be (models x {n}) scores on selected_; got shape {x.shape}"
-        )
-    if not np.isfinite(x).all():
-        raise ValueError("x_selected must be complete and finite (no NaN or inf)")
-    return x
 
 
 def _check_positive(name: str, value, *, integer: bool = False) -> None:
@@ -289,7 +267,7 @@ class RandomSearchLearn:
         low by the selection among thousands, and its coreset is a random
         one with a favourable draw on these source models.
         """
-        x = _check_source(source)
+        x = check_source(source)
         _check_positive("n_search", self.n_search, integer=True)
         _check_positive("n_pilot", self.n_pilot, integer=True)
         check_n(n, x.shape[1])
@@ -317,7 +295,7 @@ class RandomSearchLearn:
     @_single_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = _check_selected(x_selected, len(self.selected_))
+        x = check_selected(x_selected, len(self.selected_))
         mean = self.model_.predict(x)
         return mean, np.full(mean.shape, self.sd_)
 
@@ -453,7 +431,7 @@ class LassoCoreset:
     @_single_blas_thread
     def fit(self, source, n: int, rng) -> LassoCoreset:
         """Fit on source models' scores (M x N); ``rng`` draws the CV folds."""
-        x = _check_source(source)
+        x = check_source(source)
         check_n(n, x.shape[1])
         if isinstance(self.n_alphas, bool) or not isinstance(self.n_alphas, (int, np.integer)) \
                 or self.n_alphas < 2:
@@ -489,7 +467,7 @@ class LassoCoreset:
     @_single_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = _check_selected(x_selected, len(self.selected_))
+        x = check_selected(x_selected, len(self.selected_))
         mean = x @ self.weights_ + self.intercept_
         return mean, np.full(mean.shape, self.sd_)
 
@@ -626,7 +604,7 @@ def double_optimize(
     theta : ndarray, shape (n,)
         Their learned weights, for scores centred on the column means of ``x``.
     """
-    x = _check_source(x)
+    x = check_source(x)
     check_n(n, x.shape[1])
     train = np.ones((1, len(x)), bool)
     selected, theta, _, _ = _double_optimize_runs(x, np.asarray(y, float), n, rng, train,
@@ -664,7 +642,7 @@ class DoubleOptimize:
     @_single_blas_thread
     def fit(self, source, n: int, rng) -> DoubleOptimize:
         """Fit on source models' scores (M x N); ``rng`` draws the folds and ``pi``'s starts."""
-        x = _check_source(source)
+        x = check_source(source)
         check_n(n, x.shape[1])
         _check_positive("steps", self.steps, integer=True)
         _check_positive("lr", self.lr)
@@ -688,7 +666,7 @@ class DoubleOptimize:
     @_single_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = _check_selected(x_selected, len(self.selected_))
+        x = check_selected(x_selected, len(self.selected_))
         mean = (x - self.x_mean_) @ self.theta_ + self.y_mean_
         return mean, np.full(mean.shape, self.sd_)
 
@@ -792,7 +770,7 @@ def pca_impute(
     ndarray, shape (R, N)
         ``target_observed`` in the ``observed`` columns, imputations elsewhere.
     """
-    source = _check_source(source)
+    source = check_source(source)
     observed = np.asarray(observed)
     tgt = np.asarray(target_observed, dtype=float)
     m, total = source.shape
@@ -860,7 +838,7 @@ class PCAImpute:
             raise ValueError(f"ranks must be positive integers; got {self.ranks!r}")
         _check_positive("max_iter", self.max_iter, integer=True)
         _check_positive("tol", self.tol)
-        source = _check_source(source)
+        source = check_source(source)
         self.n_questions = source.shape[1]
         check_n(n, self.n_questions)
         # The same draw as RandomQuestions, so that a shared rng gives the same questions.
@@ -901,7 +879,7 @@ class PCAImpute:
     @_single_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = _check_selected(x_selected, len(self.selected_))
+        x = check_selected(x_selected, len(self.selected_))
         mean = self._predict_mean(self.source_run_, x, self.gram_, self.unrun_sums_, self.rank_)
         return mean, np.full(mean.shape, self.sd_)
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, xlogy
 
-from ._base import check_n
+from ._base import check_n, check_source
 from .refit import is_binary, paper_alphas, ridge_loo
 
 __all__ = [
@@ -497,13 +497,7 @@ class MRMR:
         self.correction = correction
 
     def fit(self, source: np.ndarray, n: int, rng) -> MRMR:
-        source = np.asarray(source, dtype=float)
-        if source.ndim != 2:
-            raise ValueError(f"source must be 2-D (models x questions); got shape {source.shape}")
-        if not np.all(np.isfinite(source)):
-            raise ValueError("source scores must be finite (no NaN or inf)")
-        if source.shape[0] < 3:
-            raise ValueError(f"mRMR needs at least 3 source models; got {source.shape[0]}")
+        source = check_source(source, min_models=3)
         check_n(n, source.shape[1])
         self.selection_ = mrmr_select(source, source.mean(axis=1), n, scheme=self.scheme,
                                       k=self.k, correction=self.correction, rng=rng)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import check_n
+from ._base import check_n, check_source
 
 __all__ = [
     "BINARY_ALPHAS",
@@ -309,11 +309,7 @@ class Refit:
         self.name = f"{base.name}{kind}"
 
     def fit(self, source: np.ndarray, n: int, rng) -> Refit:
-        source = np.asarray(source, dtype=float)
-        if source.ndim != 2:
-            raise ValueError(f"source must be 2-D (models x questions); got shape {source.shape}")
-        if not np.all(np.isfinite(source)):
-            raise ValueError("source scores must be finite (no NaN or inf)")
+        source = check_source(source)
         check_n(n, source.shape[1])
         self.base.fit(source, n, rng)
         self.selected_ = np.asarray(self.base.selected_, dtype=int)
