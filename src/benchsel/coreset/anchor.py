@@ -22,29 +22,30 @@ correlation with anything: its dissimilarity to every other question is 1
 (the reference code sets those NaN correlations to 0).
 
 Scaling. A full N x N dissimilarity matrix is out of reach for N = 50,000
-(20 GB), so :func:`kmedoids` is the alternating ("Voronoi iteration")
-k-medoids, which never forms it:
+(20 GB), so :func:`kmedoids` never forms it:
 
-1. identical question vectors are merged first (weighted by their count), so
-   ties among duplicates cannot produce two equal medoids and the work shrinks
-   on benchmarks with many all-right / all-wrong questions;
-2. weighted k-means++ seeding (probability proportional to weight times the
-   squared dissimilarity to the nearest seed), ``O(N k M)``;
-3. alternate (a) assigning every question to its nearest medoid, ``O(N k M)``
-   as one matrix product, and (b) replacing each cluster's medoid by the member
-   with the smallest weighted sum of dissimilarities to the cluster,
-   ``O(s^2 M)`` for a cluster of ``s`` members, computed in blocks.
-   In a cluster with more than ``max_candidates`` members only the
-   ``max_candidates`` members nearest the cluster mean (and the current
-   medoid) are tried as its medoid -- still scored against every member --
-   which bounds step (b) by ``O(max_candidates N M)``; the medoid of a large
-   cluster lies near its centre, so little is lost. Steps (a) and (b) never
-   increase the objective, so the loop stops when the medoids repeat;
-4. ``n_init`` seedings, keeping the lowest objective (alternating k-medoids
-   finds worse local optima than PAM's swaps; restarts are the cheap remedy).
+1. identical question vectors are merged first and weighted by their count
+   (so two medoids can never be the same vector, and benchmarks with many
+   all-right / all-wrong questions shrink);
+2. up to ``sample_size`` (2,000) distinct questions: weighted PAM on the dense
+   matrix -- FasterPAM-style eager swaps, each candidate pricing all ``k``
+   swaps from one column (FastPAM1), from weighted k-means++ seeds, best of
+   ``n_init``. This is the algorithm of the papers' reference code;
+3. more: CLARA -- the same PAM on ``n_init`` uniform samples of
+   ``sample_size`` distinct questions (weighted by count), each medoid set
+   scored on all questions (``O(N k M)``, one matrix product in blocks); the
+   best is refined on all questions by alternating assignment with a
+   per-cluster medoid update (each member's weighted dissimilarity sum to its
+   cluster, ``O(s^2 M)`` for ``s`` members; a cluster larger than
+   ``max_candidates`` tries only the ``max_candidates`` members nearest its
+   mean). Neither step raises the objective, so it stops when the medoids
+   repeat.
 
-Paper 002's reference code runs FasterPAM on the dense matrix (84 s on its
-ImageNet set); this runs in seconds at that size.
+Memory stays at ``sample_size^2`` floats plus fixed-size blocks. Alternating
+k-medoids alone was tried first and rejected: with question vectors of ~100
+noisy coordinates every k-means++ seed is already the medoid of its own
+Voronoi cell, so it never moves. On a 110 x 50,000 binary matrix the whole fit
+takes about 5 s (paper 002's reference code: 84 s, dense FasterPAM).
 
 Error bars. ``anchor-points-weighted``: the root-mean-square error of the
 weighted estimate on the source models, whose true means are known (the
@@ -171,7 +172,7 @@ class KMedoidsResult:
     objective : float
         Weighted sum over rows of the dissimilarity to their medoid.
     n_iter : int
-        Assignment/update rounds of the best restart.
+        PAM swaps of the best start, plus (CLARA) refinement rounds on all rows.
     """
 
     medoids: np.ndarray
@@ -243,7 +244,7 @@ def _nearest_two(d_med: np.ndarray, medoids: np.ndarray):
     return labels, nearest, np.maximum(d_med.min(axis=1), 0.0)
 
 
-def _pam(d: np.ndarray, w: np.ndarray, medoids: np.ndarray) -> np.ndarray:
+def _pam(d: np.ndarray, w: np.ndarray, medoids: np.ndarray) -> tuple[np.ndarray, int]:
     """Weighted PAM swap search on a dense matrix, taking each improving swap at once.
 
     For a candidate ``c`` replacing medoid ``i``, a row ``o`` of cluster ``i``
@@ -253,7 +254,7 @@ def _pam(d: np.ndarray, w: np.ndarray, medoids: np.ndarray) -> np.ndarray:
     ``sum_o w_o (clip(d_oc, dn_o, ds_o) - dn_o)`` over the rows of cluster
     ``i``: one column of ``d`` prices all ``k`` swaps for ``c`` (FastPAM1's
     trick; eager swaps as in FasterPAM). Stops after a full pass over the rows
-    without an improvement.
+    without an improvement. Returns the medoids and the number of swaps.
     """
     u, k = len(d), len(medoids)
     medoids = medoids.copy()
@@ -261,7 +262,7 @@ def _pam(d: np.ndarray, w: np.ndarray, medoids: np.ndarray) -> np.ndarray:
     is_med[medoids] = True
     labels, dn, ds = _nearest_two(d[:, medoids], medoids)
     tol = 1e-12 * max(1.0, float(w @ dn))
-    c, since = 0, 0
+    c, since, swaps = 0, 0, 0
     while since < u:
         if not is_med[c]:
             col = d[c]
@@ -273,9 +274,9 @@ def _pam(d: np.ndarray, w: np.ndarray, medoids: np.ndarray) -> np.ndarray:
                 is_med[medoids[i]] = False
                 medoids[i], is_med[c] = c, True
                 labels, dn, ds = _nearest_two(d[:, medoids], medoids)
-                since = 0
+                since, swaps = 0, swaps + 1
         c, since = (c + 1) % u, since + 1
-    return medoids
+    return medoids, swaps
 
 
 def _assign(space: _Space, medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -313,8 +314,9 @@ def _best_member(space: _Space, members: np.ndarray, current: int,
 
 def _alternate(space: _Space, medoids: np.ndarray, max_iter: int, max_candidates: int):
     """Alternate assignment and per-cluster medoid update until the medoids repeat."""
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):
+    rounds = 0
+    while rounds < max_iter:
+        rounds += 1
         labels, _ = _assign(space, medoids)
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(len(medoids) + 1))
@@ -326,19 +328,23 @@ def _alternate(space: _Space, medoids: np.ndarray, max_iter: int, max_candidates
             break
         medoids = new
     labels, cost = _assign(space, medoids)
-    return medoids, labels, float(space.w @ cost), n_iter
+    return medoids, labels, float(space.w @ cost), rounds
+
+
+def _pam_seeded(d: np.ndarray, w: np.ndarray, k: int, rng) -> tuple[np.ndarray, int]:
+    return _pam(d, w, _seed(lambda i: d[:, i], w, k, rng))
 
 
 def _pam_dense(space: _Space, k: int, rng, n_init: int):
-    rows = np.arange(len(space.w))
-    d = space.dense(rows)
+    """PAM on the dense matrix of all distinct rows, best of ``n_init`` seedings."""
+    d = space.dense(np.arange(len(space.w)))
     best = None
     for _ in range(n_init):
-        medoids = _pam(d, space.w, _seed(lambda i: d[:, i], space.w, k, rng))
+        medoids, swaps = _pam_seeded(d, space.w, k, rng)
         labels, cost, _ = _nearest_two(d[:, medoids], medoids)
         objective = float(space.w @ cost)
         if best is None or objective < best[2]:
-            best = (medoids, labels, objective, 1)
+            best = (medoids, labels, objective, swaps)
     return best
 
 
@@ -348,14 +354,14 @@ def _clara(space: _Space, k: int, rng, n_init: int, sample_size: int, max_iter: 
     best = None
     for _ in range(n_init):
         sample = np.sort(rng.choice(len(space.w), sample_size, replace=False))
-        d = space.dense(sample)
-        w = space.w[sample]
-        medoids = sample[_pam(d, w, _seed(lambda i: d[:, i], w, k, rng))]
+        picked, swaps = _pam_seeded(space.dense(sample), space.w[sample], k, rng)
+        medoids = sample[picked]
         _, cost = _assign(space, medoids)
         objective = float(space.w @ cost)
         if best is None or objective < best[1]:
-            best = (medoids, objective)
-    return _alternate(space, best[0], max_iter, max_candidates)
+            best = (medoids, objective, swaps)
+    medoids, labels, objective, rounds = _alternate(space, best[0], max_iter, max_candidates)
+    return medoids, labels, objective, best[2] + rounds
 
 
 def kmedoids(points, n_clusters: int, *, metric: str = "correlation", weights=None,
