@@ -45,7 +45,7 @@ Memory stays at ``sample_size^2`` floats plus fixed-size blocks. Alternating
 k-medoids alone was tried first and rejected: with question vectors of ~100
 noisy coordinates every k-means++ seed is already the medoid of its own
 Voronoi cell, so it never moves. On a 110 x 50,000 binary matrix the whole fit
-takes about 5 s (paper 002's reference code: 84 s, dense FasterPAM).
+takes about 1 s on two cores (paper 002's reference code: 84 s, dense FasterPAM).
 
 Error bars. ``anchor-points-weighted``: the root-mean-square error of the
 weighted estimate on the source models, whose true means are known (the
