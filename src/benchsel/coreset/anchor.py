@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import RidgeCV
 
-from ._base import ALPHAS, check_n
+from ._base import ALPHAS, check_n, check_selected, check_source
 
 __all__ = [
     "METHODS",
@@ -71,53 +71,12 @@ __all__ = [
     "AnchorPointsWeighted",
     "KMedoidsResult",
     "anchor_points",
-    "check_scores",
-    "check_selected",
     "dissimilarity",
     "kmedoids",
 ]
 
 METRICS = ("correlation", "euclidean")
 _BLOCK = 1 << 22  # entries per dissimilarity block (32 MB of float64)
-
-
-def check_scores(source, *, unit_interval: bool = False) -> np.ndarray:
-    """Source scores as a finite 2-D float array with at least 2 models.
-
-    Parameters
-    ----------
-    source : array-like of shape (M, N)
-        Source models' complete scores.
-    unit_interval : bool, default False
-        Also require every score to lie in ``[0, 1]``.
-    """
-    x = np.asarray(source, dtype=float)
-    if x.ndim != 2:
-        raise ValueError(f"source scores must be a 2-D (models x questions) array; "
-                         f"got shape {x.shape}")
-    if x.shape[0] < 2:
-        raise ValueError(f"need at least 2 source models; got {x.shape[0]}")
-    if not np.isfinite(x).all():
-        raise ValueError("source scores must be complete and finite (no NaN or inf)")
-    if unit_interval and (x.min() < 0 or x.max() > 1):
-        raise ValueError(f"scores must lie in [0, 1]; got values in "
-                         f"[{x.min():g}, {x.max():g}]")
-    return x
-
-
-def check_selected(x_selected, n: int, *, unit_interval: bool = False) -> np.ndarray:
-    """Target scores on the coreset as a finite (R, n) float array."""
-    x = np.asarray(x_selected, dtype=float)
-    if x.ndim == 1:
-        x = x[None, :]
-    if x.ndim != 2 or x.shape[1] != n:
-        raise ValueError(f"x_selected must have shape (models, {n}); got {np.shape(x_selected)}")
-    if not np.isfinite(x).all():
-        raise ValueError("x_selected must be finite (no NaN or inf)")
-    if unit_interval and x.size and (x.min() < 0 or x.max() > 1):
-        raise ValueError(f"scores must lie in [0, 1]; got values in "
-                         f"[{x.min():g}, {x.max():g}]")
-    return x
 
 
 def _check_metric(metric: str) -> None:
@@ -452,7 +411,7 @@ def anchor_points(source, n: int, *, metric: str = "correlation", rng=None,
         Fraction of the questions in each medoid's cluster (sums to 1).
     result : KMedoidsResult
     """
-    x = check_scores(source)
+    x = check_source(source)
     check_n(n, x.shape[1])
     result = kmedoids(x.T, n, metric=metric, rng=rng, n_init=n_init,
                       max_candidates=max_candidates)
@@ -473,7 +432,7 @@ class _AnchorBase:
         self.max_candidates = max_candidates
 
     def fit(self, source, n: int, rng):
-        x = check_scores(source)
+        x = check_source(source)
         self.n_questions = x.shape[1]
         self.selected_, self.weights_, self.clustering_ = anchor_points(
             x, n, metric=self.metric, rng=rng, n_init=self.n_init,

@@ -12,9 +12,9 @@ the model, after running the questions ``A``,
     Var[f | x_A] = (1/N^2) 1^T R_A 1,
     R_A          = Sigma - Sigma_:A Sigma_AA^{-1} Sigma_A:
 
-This module is the first building block of issue 4; on its own, greedy
-selection fails under extrapolation (see the issue's closing note), so it is
-not wired to a command yet.
+Used by the ``gaussian-greedy`` and ``gaussian-dr`` methods and inside the
+default ``guarded-ensemble``; on its own, greedy selection fails under
+extrapolation (see docs/question-level.md).
 
 Selection is greedy on that variance: the question ``j`` that most reduces
 ``1^T R 1`` is the one maximizing ``(R 1)_j^2 / R_jj``. ``R`` is kept implicitly

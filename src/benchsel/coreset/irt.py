@@ -88,8 +88,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.cluster import KMeans
 
-from ._base import check_n
-from .anchor import check_scores, check_selected
+from ._base import check_n, check_selected, check_source
 
 __all__ = [
     "METHODS",
@@ -324,7 +323,7 @@ def fit_irt(scores, *, dim: int = 5, hierarchical: bool = True,
     -------
     IRTFit
     """
-    y = check_scores(scores, unit_interval=True)
+    y = check_source(scores, unit_interval=True)
     if int(dim) != dim or dim < 1:
         raise ValueError(f"dim must be an integer >= 1; got {dim!r}")
     for name, sd in (("discrimination_sd", discrimination_sd), ("difficulty_sd", difficulty_sd)):
@@ -454,7 +453,7 @@ def irt_anchor_points(fit: IRTFit, source, n: int, rng, *, n_init: int = 3):
     weights : ndarray of shape (n,)
         Share of the questions in each selected question's cluster (sums to 1).
     """
-    x = check_scores(source)
+    x = check_source(source)
     if fit.discrimination.shape[0] != x.shape[1]:
         raise ValueError(f"fit has {fit.discrimination.shape[0]} questions; "
                          f"source has {x.shape[1]}")
@@ -541,7 +540,7 @@ class PIRT:
         return fit_irt(x, dim=self.dim, hierarchical=self.hierarchical, max_iter=self.max_iter)
 
     def fit(self, source, n: int, rng):
-        x = check_scores(source, unit_interval=True)
+        x = check_source(source, unit_interval=True)
         self.n_questions = x.shape[1]
         check_n(n, self.n_questions)
         self.irt_ = self._fit_irt(x)

@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import RidgeCV
 
-from ._base import ALPHAS, RandomQuestions, fpc
 from . import anchor, irt, learned, mrmr
+from ._base import ALPHAS, RandomQuestions, fpc
 from .gaussian import LowRankGaussian
 from .refit import kernel_ridge_loo, make_refit, paper_alphas
 
