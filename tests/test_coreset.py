@@ -124,26 +124,6 @@ def test_cli_coreset_eval_and_coreset_on_npz(tmp_path, capsys):
     assert json.loads(samples.read_text()) == {"arc": sorted(out["indices"])}
 
 
-def test_cli_coreset_on_lm_eval_logs_emits_doc_ids(tmp_path, capsys):
-    from benchsel.harness import read_samples
-
-    rng = np.random.default_rng(8)
-    for i in range(12):
-        folder = tmp_path / "runs" / f"model-{i}"
-        folder.mkdir(parents=True)
-        lines = [json.dumps({"doc_id": 100 + d, "filter": "none", "acc": int(rng.random() < 0.6)})
-                 for d in range(30)]
-        (folder / "samples_arc_2024-01-01.jsonl").write_text("\n".join(lines) + "\n")
-    matrix = read_samples(tmp_path / "runs", "arc")
-    wide = tmp_path / "arc.csv"
-    matrix.to_frame().to_csv(wide)
-    samples = tmp_path / "samples.json"
-    assert main(["coreset", str(wide), "-n", "5", "--method", "random-sampling",
-                 "--emit-lm-eval-samples", "arc", str(samples)]) == 0
-    docs = json.loads(samples.read_text())["arc"]
-    assert len(docs) == 5 and all(100 <= d < 130 for d in docs)
-
-
 def test_hamming_stability_by_hand():
     from benchsel.evaluation.metrics import hamming_stability
 
@@ -235,31 +215,3 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
         aipw_estimate(x[src].T, a, rows)[0],
     ]
     np.testing.assert_allclose(mean, np.mean(parts, axis=0))
-
-
-def test_cli_reads_lm_eval_logs_directly(tmp_path, capsys):
-    rng = np.random.default_rng(9)
-    ability = rng.normal(size=16)
-    for i in range(16):
-        folder = tmp_path / "runs" / f"model-{i}"
-        folder.mkdir(parents=True)
-        lines = []
-        for d in range(40):
-            correct = int(rng.random() < 1 / (1 + np.exp(-(ability[i] - 0.05 * (d - 20)))))
-            for name in ("strict", "flexible"):  # two filters: one must be chosen
-                lines.append(json.dumps({"doc_id": d, "filter": name, "exact_match": correct}))
-        (folder / "samples_gsm_2024-05-01.jsonl").write_text("\n".join(lines) + "\n")
-    runs = str(tmp_path / "runs")
-    assert main(["coreset-eval", runs, "--lm-eval-task", "gsm", "--lm-eval-filter", "strict",
-                 "-n", "25%", "--trials", "2", "--methods", "default,mrmr++", "--json",
-                 "--quiet"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["n"] == 10 and {m["method"] for m in out["methods"]} == {
-        "random-sampling", DEFAULT_METHOD, "mrmr++"}
-    samples = tmp_path / "samples.json"
-    assert main(["coreset", runs, "--lm-eval-task", "gsm", "--lm-eval-filter", "strict",
-                 "-n", "8", "--emit-lm-eval-samples", "gsm", str(samples)]) == 0
-    assert len(json.loads(samples.read_text())["gsm"]) == 8
-    # Without the filter the reader refuses to guess.
-    assert main(["coreset", runs, "--lm-eval-task", "gsm", "-n", "8"]) == 1
-    assert "filter" in capsys.readouterr().err

@@ -19,9 +19,10 @@ from .gaussian import (
     estimate_covariance,
     pairwise_covariance,
 )
-from .harness import read_results, read_samples, write_samples
 from .io import read_costs, read_scores
+from .lmeval import read_lm_eval, write_samples
 from .matrix import DataWarning, ScoreMatrix, Standardizer
+from .plan import Plan, load_plan, plan_benchmarks, plan_mixed, plan_questions
 from .selection import GreedyResult, greedy_entropy, greedy_mi, random_selection
 
 __version__ = "0.1.0"
@@ -46,8 +47,12 @@ __all__ = [
     "pairwise_covariance",
     "random_selection",
     "read_costs",
-    "read_results",
-    "read_samples",
+    "Plan",
+    "load_plan",
+    "plan_benchmarks",
+    "plan_mixed",
+    "plan_questions",
+    "read_lm_eval",
     "read_scores",
     "spectrum",
     "write_samples",

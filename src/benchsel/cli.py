@@ -28,8 +28,10 @@ from .evaluation import (
     spectrum,
 )
 from .gaussian import COVARIANCE_METHODS, GaussianModel
-from .harness import read_samples, write_samples
 from .io import parse_observed, read_costs, write_text_atomic
+from .lmeval import is_lm_eval_path, parse_per_task, read_lm_eval, write_samples
+from .matrix import DataWarning, ScoreMatrix
+from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
 from .prediction import COMPLETERS
 from .progress import Progress
 from .selection import OBJECTIVES
@@ -41,6 +43,33 @@ __all__ = ["main", "build_parser"]
 # ------------------------------------------------------------------ helpers
 def _names(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
+
+
+def _item_names(text: str | None, items) -> list[str]:
+    """Comma-separated item names, where a name may itself hold commas.
+
+    lm-eval columns are ``<task>/<metric>,<filter>``: pieces are joined back
+    while they form a known name, and a bare task name stands for its one
+    column. Unknown names pass through (the model rejects them by name).
+    """
+    known = set(items)
+    by_task: dict[str, list[str]] = {}
+    for item in items:
+        if "/" in item:
+            by_task.setdefault(item.split("/", 1)[0], []).append(item)
+    pieces, out, i = _names(text), [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):
+            name = ",".join(pieces[i:j])
+            if name in known:
+                break
+        else:
+            name, j = pieces[i], i + 1
+            if len(by_task.get(name, ())) == 1:
+                name = by_task[name][0]
+        out.append(name)
+        i = j
+    return out
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
@@ -58,16 +87,26 @@ def _table(headers: list[str], rows: list[list]) -> str:
 
 def _emit(args, payload: dict, text: str) -> None:
     # allow_nan=False: a NaN that slipped through is an error, never invalid JSON.
-    out = json.dumps(payload, indent=2, allow_nan=False) + "\n" if args.json else text + "\n"
+    as_json = args.json or getattr(args, "format", None) == "json"
+    _emit_text(args, json.dumps(payload, indent=2, allow_nan=False) + "\n" if as_json
+               else text + "\n")
+
+
+def _emit_text(args, text: str) -> None:
     if args.output:
-        write_text_atomic(args.output, out, protect=_inputs(args))
+        write_text_atomic(args.output, text, protect=_inputs(args))
     else:
-        sys.stdout.write(out)
+        sys.stdout.write(text)
+
+
+class _UsageError(ValueError):
+    """A usage error found after parsing (exit code 2)."""
 
 
 def _inputs(args) -> list:
     """Files the command reads, which ``--output`` must never overwrite."""
-    paths = [getattr(args, name, None) for name in ("data", "observed", "costs")]
+    paths = [getattr(args, name, None) for name in ("data", "costs", "plan")]
+    paths += list(getattr(args, "observed", None) or [])
     data = getattr(args, "data", None)
     if data is not None and bundled_path(data) is not None:
         paths.append(bundled_path(data))
@@ -76,18 +115,53 @@ def _inputs(args) -> list:
 
 def _read_options(args) -> dict:
     opts = {}
-    for name in ("format", "sep", "model_column", "item_column", "score_column"):
+    for name in ("input_format", "sep", "model_column", "item_column", "score_column"):
         value = getattr(args, name, None)
         if value is not None:
-            opts[name] = value
+            opts["format" if name == "input_format" else name] = value
     return opts
 
 
 def _load(args):
-    if getattr(args, "lm_eval_task", None):
-        return read_samples(args.data, args.lm_eval_task, metric=args.lm_eval_metric,
-                            filter=args.lm_eval_filter)
+    """The DATA argument as a score matrix: a file, a bundled name, or lm-eval output."""
+    if _is_lm_eval(args.data):
+        runs = read_lm_eval(args.data)
+        task = getattr(args, "lm_eval_task", None)
+        if task:
+            if "," in task:
+                raise ValueError(f"--lm-eval-task {task!r}: this command reads one task; "
+                                 "'benchsel plan --level questions' takes several")
+            return _task_questions(runs, task, args)
+        return runs.leaderboard(metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+    if getattr(args, "lm_eval_task", None) and not str(args.data).lower().endswith(".npz"):
+        raise ValueError(f"--lm-eval-task needs DATA to be a folder of lm-eval runs; "
+                         f"{args.data} is not one")
     return resolve_data(args.data, **_read_options(args))
+
+
+def _is_lm_eval(data) -> bool:
+    return bundled_path(data) is None and is_lm_eval_path(data)
+
+
+def _task_questions(runs, task: str, args):
+    """Complete runs of ``task`` as models x questions; partial runs are named and left out."""
+    runs.check_tasks([task])
+    complete = runs.complete_models(task)
+    partial = [m for (m, t), r in runs.runs.items() if t == task and r.partial]
+    if partial:
+        warnings.warn(
+            f"{runs.source}: left out {len(partial)} partial run(s) of {task!r} (fewer "
+            f"documents than the task has; observations for 'predict --plan', not source "
+            f"models): {', '.join(partial)}", DataWarning, stacklevel=2)
+    if not complete:
+        raise ValueError(f"{runs.source}: no model ran every question of {task!r} with "
+                         "--log_samples; a question-level source needs full runs")
+    metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
+    filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
+    return runs.questions(task, models=complete,
+                          metric=metric.get(task) if isinstance(metric, dict) else metric,
+                          filter=filt.get(task) if isinstance(filt, dict) else filt)
 
 
 def _fit(args, scores) -> GaussianModel:
@@ -121,8 +195,8 @@ def cmd_select(args) -> int:
     sel = model.select(
         args.k,
         objective=args.objective,
-        include=_names(args.include),
-        exclude=_names(args.exclude),
+        include=_item_names(args.include, scores.items),
+        exclude=_item_names(args.exclude, scores.items),
         costs=costs,
         budget=args.budget,
         target_residual=args.target_residual,
@@ -151,31 +225,253 @@ def cmd_select(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    scores = _load(args)
-    model = _fit(args, scores)
-    observed = parse_observed(args.observed)
-    pred = model.predict(observed, level=args.level, method=args.method)
+    if (args.plan is None) == (args.data is None):
+        raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted already), "
+                     "exactly one of them")
+    if args.plan is not None:
+        plan = load_plan(args.plan)
+        if plan.level in ("questions", "mixed") and args.method != "gaussian":
+            raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
+                         "plan predicts with the methods it was made with")
+        if plan.level == "questions":
+            observed = _observed_questions(plan, args.observed)
+            pred = plan.predict_questions(observed, level=args.level)
+        elif plan.level == "mixed":
+            observed = _observed_questions(plan, args.observed)
+            full = None
+            if any(not r.partial and r.scores for r in read_lm_eval(args.observed).runs.values()):
+                with warnings.catch_warnings():
+                    # The sampled tasks' runs are partial by design.
+                    warnings.filterwarnings("ignore", ".*partial run", DataWarning)
+                    full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+            pred = plan.predict_mixed(full, observed, level=args.level)
+        else:
+            observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+            pred = plan.predict_benchmarks(observed, level=args.level, method=args.method)
+        level = plan.level
+    else:
+        scores = _load(args)
+        model = _fit(args, scores)
+        observed = _observed_benchmarks(args.observed, model.items_)
+        pred = model.predict(observed, level=args.level, method=args.method)
+        level = "benchmarks"
+    if args.format == "csv":
+        _emit_text(args, _prediction_csv(pred))
+        return 0
     payload = pred.to_dict()
     blocks = []
     pct = f"{100 * args.level:g}%"
+    what = "task" if level == "questions" else "benchmark"
     for i, name in enumerate(pred.models):
         rows = [
             [r["benchmark"], r["mean"], r["std"], r["low"], r["high"]] for r in pred.records(i)
         ]
-        head = f"{name}: {len(rows)} predicted from {int(pred.observed[i].sum())} observed"
+        given = int(pred.observed[i].sum())
+        head = (f"{name}: {len(rows)} task score(s) predicted from the planned questions"
+                + (f", {given} task(s) run in full" if given else "")
+                if level == "questions"
+                else f"{name}: {len(rows)} predicted from {given} observed")
         ex = pred.extrapolation[i]
         if ex["flag"]:
-            head += (
-                f"\n  WARNING: extrapolation -- stronger than {ex['strength_percentile']:.0f}% of "
-                f"the models fitted on, above the best of them on "
-                f"{ex['items_above_training_max']} benchmark(s); intervals are likely too narrow"
-            )
+            head += "\n  WARNING: extrapolation -- intervals are likely too narrow:"
+            head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))
         blocks.append(
             head + "\n"
-            + _table(["benchmark", "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
+            + _table([what, "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
         )
     _emit(args, payload, "\n\n".join(blocks))
     return 0
+
+
+def _observed_benchmarks(specs: list[str], items):
+    """``--observed`` for benchmark-level prediction: pairs, a file, or lm-eval output.
+
+    lm-eval columns ``<task>/<metric>,<filter>`` are matched to the model's
+    items by that full name, or by the task name alone.
+    """
+    if len(specs) == 1 and not _is_lm_eval_output(specs[0]):
+        return parse_observed(specs[0])
+    for spec in specs:
+        if not _is_lm_eval_output(spec):
+            raise ValueError(f"--observed {spec}: several --observed values must all be "
+                             "lm-eval output (folders, results_<date>.json, sample logs)")
+    board = read_lm_eval(specs).leaderboard()
+    known = set(items)
+    renamed = [c if c in known else c.split("/", 1)[0] if c.split("/", 1)[0] in known else c
+               for c in board.items]
+    if len(set(renamed)) != len(renamed):
+        raise ValueError(f"--observed: two lm-eval scores map to the same benchmark "
+                         f"({', '.join(board.items)}); choose one with --lm-eval-metric")
+    return board._replace(items=renamed)
+
+
+def _is_lm_eval_output(spec: str) -> bool:
+    from pathlib import Path
+
+    path = Path(spec)
+    if is_lm_eval_path(path):
+        return True
+    if path.is_file() and path.suffix.lower() == ".json":
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return False
+        return isinstance(obj, dict) and isinstance(obj.get("results"), dict)
+    return False
+
+
+def _observed_questions(plan, specs: list[str]) -> dict:
+    """model -> task -> {doc_id: score} of the plan's tasks, from lm-eval output."""
+    from .lmeval import read_sample_scores
+
+    for spec in specs:
+        if not _is_lm_eval_output(spec):
+            raise ValueError(
+                f"--observed {spec}: a question-level plan needs lm-eval output of the new "
+                "model (its --output_path folder, results_<date>.json or samples_*.jsonl)")
+    runs = read_lm_eval(specs)
+    out: dict = {}
+    for (model, task), run in runs.runs.items():
+        if task not in plan.tasks:
+            continue
+        if run.samples_file is None:
+            raise ValueError(f"{run.results_file}: no sample log of {task!r} beside it; run "
+                             "lm-eval with --log_samples")
+        part = plan.tasks[task]
+        out.setdefault(model, {})[task] = read_sample_scores(run, metric=part.metric,
+                                                             filter=part.filter)
+    if not out:
+        raise ValueError(f"{runs.source}: no run of the plan's tasks "
+                         f"({', '.join(plan.tasks)}); tasks found: {', '.join(runs.tasks)}")
+    return out
+
+
+def _prediction_csv(pred) -> str:
+    """The filled-in leaderboard: one row per model, each item's value and its std."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["model", *[c for item in pred.items for c in (item, f"{item} std")]])
+    for i, name in enumerate(pred.models):
+        cells = []
+        for j in range(len(pred.items)):
+            cells += [repr(float(pred.mean[i, j])), repr(float(pred.std[i, j]))]
+        writer.writerow([name, *cells])
+    return buffer.getvalue()
+
+
+def cmd_plan(args) -> int:
+    command = "benchsel " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
+    if args.level == "benchmarks":
+        for flag, value in (("-n", args.n), ("--total", args.total),
+                            ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
+                            ("--lm-eval-task", args.lm_eval_task)):
+            if value is not None:
+                raise _UsageError(f"{flag} belongs to --level questions")
+        if args.method != "default":
+            raise _UsageError("--method belongs to --level questions (benchmarks are selected by "
+                         "--objective)")
+        scores = _load(args)
+        costs = read_costs(args.costs) if args.costs else None
+        if args.budget is not None and costs is None:
+            raise _UsageError("--budget needs --costs FILE")
+        plan = plan_benchmarks(
+            scores, args.k, objective=args.objective,
+            include=_item_names(args.include, scores.items),
+            exclude=_item_names(args.exclude, scores.items), costs=costs, budget=args.budget,
+            target_residual=args.target_residual, seed=args.seed, command=command,
+            covariance=args.covariance, transform=args.transform)
+    else:
+        if args.level == "questions":
+            for flag, value in (("-k", args.k), ("--costs", args.costs),
+                                ("--budget", args.budget), ("--include", args.include),
+                                ("--exclude", args.exclude),
+                                ("--target-residual", args.target_residual)):
+                if value is not None:
+                    raise _UsageError(f"{flag} belongs to --level benchmarks or mixed")
+        if args.n is not None and args.total is not None:
+            raise _UsageError("give -n (questions per task) or --total (spread over the tasks), "
+                         "not both")
+        sources, metrics, filters = _question_sources(args)
+        questions = dict(n=None if args.total is not None else (args.n or "50"),
+                         total=args.total, method=args.method, seed=args.seed,
+                         metrics=metrics, filters=filters, command=command)
+        if args.level == "questions":
+            plan = plan_questions(sources, **questions)
+        else:
+            if not _is_lm_eval(args.data):
+                raise _UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
+                             "runs give the leaderboard, sample logs the questions)")
+            if args.include:
+                raise _UsageError("--include does not apply to --level mixed: the sampled tasks "
+                             "are included")
+            costs = read_costs(args.costs) if args.costs else None
+            board = read_lm_eval(args.data).leaderboard(
+                metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+            columns = {t: f"{t}/{metrics[t]},{filters[t]}" for t in sources}
+            plan = plan_mixed(
+                board, sources, columns, args.k, objective=args.objective,
+                exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
+                target_residual=args.target_residual, covariance=args.covariance,
+                transform=args.transform, **questions)
+    plan.save(args.output, protect=_inputs(args))
+    summary = plan.summary()
+    summary["plan"] = str(args.output)
+    lines = [f"plan written to {args.output}"]
+    if plan.tasks:
+        samples = plan.lm_eval_samples()
+        if args.emit_lm_eval_samples:
+            write_samples(args.emit_lm_eval_samples, samples, protect=_inputs(args))
+            summary["lm_eval_samples_file"] = args.emit_lm_eval_samples
+            lines.append(f"lm-eval --samples file written to {args.emit_lm_eval_samples}")
+        rows = [[t, p.n, len(p.doc_ids), p.source.n_models, p.method]
+                for t, p in plan.tasks.items()]
+        lines.append(_table(["task", "questions to run", "of", "source models", "method"], rows))
+    if plan.level == "mixed":
+        lines.append(f"and in full: {', '.join(plan.run_in_full)}")
+    elif plan.level == "benchmarks":
+        sel = plan.benchmarks.selection
+        rows = [[t + 1, name, float(g), float(r)] for t, (name, g, r) in
+                enumerate(zip(sel["selected"], sel["gains"], sel["residual_variance"]))]
+        lines.append(f"{len(rows)} benchmarks to run, of {plan.benchmarks.source.n_items}:")
+        lines.append(_table(["#", "benchmark", "gain", "residual_var"], rows))
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _question_sources(args):
+    """(task -> models x questions, task -> metric, task -> filter) for a question-level plan."""
+    if _is_lm_eval(args.data):
+        tasks = _names(args.lm_eval_task)
+        if not tasks:
+            raise _UsageError("--lm-eval-task T1,T2,... names the tasks to plan (DATA is a folder "
+                         "of lm-eval runs)")
+        runs = read_lm_eval(args.data)
+        runs.check_tasks(tasks)
+        metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
+        filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
+        sources, metrics, filters = {}, {}, {}
+        for task in tasks:
+            sources[task] = _task_questions(runs, task, args)
+            run = runs.run(runs.complete_models(task)[0], task)
+            primary_metric, _, primary_filter = (run.primary or ",").partition(",")
+            metrics[task] = (metric.get(task) if isinstance(metric, dict) else metric) \
+                or primary_metric or None
+            filters[task] = (filt.get(task) if isinstance(filt, dict) else filt) \
+                or primary_filter or None
+        return sources, metrics, filters
+    task = args.lm_eval_task
+    if task and "," in task:
+        raise _UsageError(f"{args.data} holds one task's questions; --lm-eval-task names one task")
+    scores = resolve_data(args.data, **_read_options(args)).cleaned()
+    task, scores = _question_items(scores, task, args.data)
+    return {task: scores}, None, None
 
 
 def cmd_spectrum(args) -> int:
@@ -343,20 +639,34 @@ def cmd_diagnose(args) -> int:
     return 0
 
 
-def _doc_indices(items: list[str], selected) -> list[int]:
-    """lm-eval doc ids of selected items: the number after ``task/`` when items carry
-    one (matrices built by read_samples), else the column index."""
-    out = []
-    for j in selected:
-        tail = items[j].rsplit("/", 1)[-1]
-        out.append(int(tail) if tail.isdigit() else int(j))
-    return out
+def _question_items(scores: ScoreMatrix, task: str | None, data) -> tuple[str, ScoreMatrix]:
+    """(task, matrix with items named ``task/<doc_id>``) of a per-question matrix.
+
+    Matrices read from lm-eval logs already name their items so; any other
+    file's columns are taken as doc ids 0, 1, ... of ``task`` (default: the
+    file's stem) -- only right when the file's columns are in the task's
+    document order.
+    """
+    tails = [item.rpartition("/") for item in scores.items]
+    heads = {head for head, _, _ in tails}
+    if len(heads) == 1 and all(tail.isdigit() for _, _, tail in tails) and "" not in heads:
+        read_task = heads.pop()
+        if task is not None and task != read_task:
+            raise ValueError(f"{data}: the questions are of task {read_task!r}, not {task!r}")
+        return read_task, scores
+    from pathlib import Path
+
+    task = task or Path(str(data)).stem
+    return task, scores._replace(items=[f"{task}/{j}" for j in range(scores.n_items)])
 
 
 def cmd_coreset(args) -> int:
     scores = _load(args).cleaned()
     if np.isnan(scores.values).any():
-        raise ValueError(f"{args.data}: question-level selection needs complete scores")
+        rows = np.flatnonzero(np.isnan(scores.values).any(axis=1))
+        raise ValueError(
+            f"{args.data}: question-level selection needs complete scores; model(s) "
+            f"{', '.join(scores.models[i] for i in rows[:10])} miss some questions")
     n = resolve_n(args.n, scores.n_items)
     method = make_method(args.method).fit(scores.values, n, np.random.default_rng(args.seed))
     chosen = [int(j) for j in method.selected_]
@@ -365,9 +675,9 @@ def cmd_coreset(args) -> int:
                "n": n, "dataset": str(args.data), "indices": chosen, "selected": names}
     if args.emit_lm_eval_samples:
         task, path = args.emit_lm_eval_samples
-        payload["lm_eval_samples"] = write_samples(
-            path, {task: _doc_indices(list(scores.items), chosen)}
-        )
+        task, named = _question_items(scores, task, args.data)
+        docs = [int(named.items[j].rpartition("/")[2]) for j in chosen]
+        payload["lm_eval_samples"] = write_samples(path, {task: docs}, protect=_inputs(args))
     text = (f"{len(chosen)} of {scores.n_items} questions by {payload['method']}:\n"
             + ", ".join(names[:50]) + (" ..." if len(names) > 50 else ""))
     _emit(args, payload, text)
@@ -401,16 +711,22 @@ def cmd_coreset_eval(args) -> int:
 
 
 # ------------------------------------------------------------------- parser
-def _add_data(p: argparse.ArgumentParser, model_options: bool = True) -> None:
-    p.add_argument("data", metavar="DATA",
-                   help="score matrix file (CSV/TSV/Parquet/NPZ) or a bundled dataset name")
+def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
+              optional: bool = False) -> None:
+    p.add_argument("data", metavar="DATA", nargs="?" if optional else None,
+                   help="score matrix file (CSV/TSV/Parquet/NPZ), a bundled dataset name, or "
+                   "a folder of lm-eval runs (lm_eval --output_path; leaf tasks' primary "
+                   "metrics become columns '<task>/<metric>,<filter>')")
     g = p.add_argument_group("input format")
-    g.add_argument("--format", choices=["wide", "long", "npz", "parquet"],
+    # predict's --format is its output format; elsewhere --format still names the input's.
+    flags = ("--input-format",) if optional else ("--input-format", "--format")
+    g.add_argument(*flags, dest="input_format", choices=["wide", "long", "npz", "parquet"],
                    help="file format (default: from the extension; text files are wide)")
     g.add_argument("--sep", help="field separator of text files (default: tab for .tsv)")
     g.add_argument("--model-column", help="column with model names (wide: first column)")
     g.add_argument("--item-column", help="long format: benchmark column (default: benchmark)")
     g.add_argument("--score-column", help="long format: score column (default: score)")
+    _add_lm_eval(p)
     if not model_options:
         return
     p.add_argument("--covariance", choices=COVARIANCE_METHODS, default="auto",
@@ -423,13 +739,16 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True) -> None:
 
 
 def _add_lm_eval(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("lm-evaluation-harness logs")
+    g = p.add_argument_group("lm-evaluation-harness output (DATA is a folder of runs)")
     g.add_argument("--lm-eval-task", metavar="TASK",
-                   help="DATA is a folder of lm-eval runs (one sub-folder per model with "
-                   "samples_TASK_<date>.jsonl); build the models x questions matrix of TASK")
-    g.add_argument("--lm-eval-metric", help="per-sample metric key (default: inferred)")
-    g.add_argument("--lm-eval-filter",
-                   help="lm-eval filter to keep when documents have several")
+                   help="build the models x questions matrix of TASK from the sample logs "
+                   "(samples_TASK_<date>.jsonl; runs need --log_samples)")
+    g.add_argument("--lm-eval-metric", metavar="METRIC",
+                   help="which score: a metric for every task, or 'task=metric,...' "
+                   "(default: each task's primary metric)")
+    g.add_argument("--lm-eval-filter", metavar="FILTER",
+                   help="which filter: one for every task, or 'task=filter,...' "
+                   "(default: each task's first filter)")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -495,16 +814,64 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(p)
     p.set_defaults(func=cmd_select)
 
-    p = sub.add_parser("predict", help="predict unobserved benchmarks of a new model")
+    p = sub.add_parser("plan", help="decide what to run on a new model; save the plan "
+                       "that 'predict --plan' reads")
     _add_data(p)
-    p.add_argument("--observed", required=True,
-                   help='scores of the new model: "name=value,name=value", a JSON '
-                   "object file, or a wide CSV of one or more new models")
+    p.add_argument("--level", choices=["benchmarks", "questions", "mixed"],
+                   default="benchmarks",
+                   help="benchmarks (default): run a few benchmarks of a leaderboard in full; "
+                   "questions: run a few questions of each lm-eval task; mixed: -k "
+                   "benchmarks in full and questions of the --lm-eval-task tasks, predict "
+                   "every other benchmark (DATA: lm-eval runs)")
+    p.add_argument("-o", "--output", required=True, metavar="PLAN.json",
+                   help="the plan file to write (atomically)")
+    p.add_argument("--json", action="store_true", help="print the plan's summary as JSON")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of every random choice (default 0); recorded in the plan")
+    g = p.add_argument_group("--level benchmarks or mixed (as in 'benchsel select')")
+    g.add_argument("-k", type=_positive_int,
+                   help="how many benchmarks to run (needed unless --budget or "
+                   "--target-residual)")
+    g.add_argument("--objective", choices=OBJECTIVES, default="mi",
+                   help="mi (default), entropy or random")
+    g.add_argument("--include", help="comma-separated benchmarks that must be run")
+    g.add_argument("--exclude", help="comma-separated benchmarks that must not be run")
+    g.add_argument("--costs", help="per-benchmark costs: JSON {name: cost} or CSV name,cost")
+    g.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
+    g.add_argument("--target-residual", type=_fraction,
+                   help="stop once the unexplained variance fraction is at most this")
+    g = p.add_argument_group("--level questions or mixed (DATA: lm-eval runs with "
+                             "--log_samples, or one task's models x questions NPZ/CSV)")
+    g.add_argument("-n", type=_coreset_size,
+                   help="questions per task, a count or a percentage such as 5%% "
+                   "(default 50)")
+    g.add_argument("--total", type=_positive_int,
+                   help="instead of -n: a question budget spread over the tasks where it "
+                   "reduces the predicted scores' variance most (docs/question-level.md)")
+    g.add_argument("--method", default="default",
+                   help=f"question-level method: default ({DEFAULT_METHOD}) or one of "
+                   f"{', '.join(METHODS)}")
+    g.add_argument("--emit-lm-eval-samples", metavar="FILE",
+                   help="also write lm-eval's --samples JSON: every planned task's doc ids")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("predict", help="predict unobserved benchmarks of a new model")
+    _add_data(p, optional=True)
+    p.add_argument("--plan", metavar="PLAN.json",
+                   help="predict from a saved plan ('benchsel plan') instead of fitting DATA")
+    p.add_argument("--observed", required=True, nargs="+", metavar="PATH",
+                   help='scores of the new model(s): "name=value,name=value", a JSON object '
+                   "file, a wide CSV of one or more new models, or lm-eval output (an "
+                   "--output_path folder, results_<date>.json, samples_<task>_<date>.jsonl); "
+                   "a question-level plan needs the sample logs of the planned questions")
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
     p.add_argument("--method", choices=list(COMPLETERS), default="gaussian",
                    help="predictor (default gaussian: the conditional distribution; compare "
                    "methods on your data with 'benchsel evaluate DATA --protocol complete')")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                   help="table (default), json (as --json), or csv: the filled-in "
+                   "leaderboard, one row per model, each benchmark's value and its std")
     _add_output(p)
     p.set_defaults(func=cmd_predict)
 
@@ -543,7 +910,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("coreset", help="pick the questions to run on a new model")
     _add_data(p, model_options=False)
-    _add_lm_eval(p)
     p.add_argument("-n", type=_coreset_size, default="50",
                    help="questions to pick, a count or a percentage such as 5%% (default 50)")
     p.add_argument("--method", default="default",
@@ -558,7 +924,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("coreset-eval",
                        help="compare question-level methods on held-out models")
     _add_data(p, model_options=False)
-    _add_lm_eval(p)
     p.add_argument("--split", choices=SPLITS, default="interpolation",
                    help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
                    "source, strongest 30%% target; stratified: --sources models spread "
@@ -608,6 +973,8 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return args.func(args)
+        except _UsageError as err:
+            parser.error(str(err))  # exits with code 2
         except (ValueError, OSError, np.linalg.LinAlgError) as err:
             print(f"benchsel: error: {err}", file=sys.stderr)
             return 1

@@ -11,7 +11,8 @@ __all__ = ["conditional_moments"]
 
 
 def conditional_moments(
-    x: np.ndarray, mean: np.ndarray, sigma: np.ndarray, *, ridge: float = 0.0
+    x: np.ndarray, mean: np.ndarray, sigma: np.ndarray, *, ridge: float = 0.0,
+    noise: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Conditional mean and variance of every cell given the observed cells of its row.
 
@@ -24,6 +25,12 @@ def conditional_moments(
     ridge : float, default 0
         Added to the diagonal of each observed block before solving (the
         cross-validation protocol of Smola 2026, Sec. 5.1, uses 1e-2).
+    noise : ndarray of shape (R, N), optional
+        Variance of the measurement error of each observed cell (0 for an
+        exact score): a cell estimated from a sample of questions is a noisy
+        measurement of the item's score. Noisy cells are predicted too: their
+        conditional moments given every observed cell combine the
+        measurement with what the other cells say.
 
     Returns
     -------
@@ -36,6 +43,8 @@ def conditional_moments(
     """
     x = np.asarray(x, dtype=np.float64)
     obs = ~np.isnan(x)
+    if noise is not None and np.any(np.asarray(noise)[obs] > 0):
+        return _noisy_moments(x, mean, sigma, ridge, np.where(obs, noise, 0.0))
     mu = np.where(obs, x, 0.0)
     var = np.zeros_like(mu)
     _, inverse = np.unique(obs, axis=0, return_inverse=True)
@@ -57,4 +66,23 @@ def conditional_moments(
         mu[np.ix_(rows, m)] = mean[m] + resid @ weights
         cond_var = np.diag(sigma)[m] - np.einsum("om,om->m", sigma[np.ix_(o, m)], weights)
         var[np.ix_(rows, m)] = np.maximum(cond_var, 0.0)
+    return mu, var
+
+
+def _noisy_moments(x, mean, sigma, ridge, noise):
+    """Row by row: ``mu = mean + S_:o (S_oo + ridge I + N_o)^{-1} (x_o - mean_o)``.
+
+    Exactly observed cells keep their value and zero variance.
+    """
+    mu = np.empty_like(x)
+    var = np.empty_like(x)
+    for r in range(x.shape[0]):
+        o = np.flatnonzero(~np.isnan(x[r]))
+        s_oo = sigma[np.ix_(o, o)] + np.diag(ridge + noise[r, o])
+        factor, _ = cholesky(s_oo)
+        weights = cho_solve((factor, True), sigma[o])  # (S_oo + N)^{-1} S_o:
+        mu[r] = mean + (x[r, o] - mean[o]) @ weights
+        var[r] = np.maximum(np.diag(sigma) - np.einsum("on,on->n", sigma[o], weights), 0.0)
+        exact = o[noise[r, o] == 0]
+        mu[r, exact], var[r, exact] = x[r, exact], 0.0
     return mu, var

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .._linalg import cholesky
+from ..bounds import clip_to_bounds, column_scale, resolve_bounds
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
@@ -76,19 +77,24 @@ class Prediction:
     items : list of str
     mean, std, low, high : ndarray
         Conditional mean, standard deviation and the central interval at
-        ``level``, in the items' original units.
+        ``level``, in the items' original units. On predicted cells
+        ``mean``, ``low`` and ``high`` are clipped into the item's score
+        bounds (:attr:`GaussianModel.bounds_`): they are the median and
+        central interval of the prediction censored at the bounds. ``std``
+        is the uncensored one, so where a bound clips, the interval is no
+        longer ``mean +- z * std``. Observed cells are never changed.
     observed : ndarray of bool
         Which cells were given (and so not predicted).
     level : float
     method : str
     extrapolation : list of dict
-        Per model: ``strength`` (mean standardized observed score),
-        ``strength_percentile`` among the training models on the same items,
-        ``items_above_training_max`` (observed items where the model beats
-        every training model) and ``flag``, true when either says the model
-        lies outside the range the model was fitted on. Predictions for
-        flagged models are extrapolations: in the extrapolation protocol on
-        MTEB and MERGED their 90% intervals cover far less than 90%.
+        Per model, whether the prediction is an extrapolation (see
+        :meth:`GaussianModel.extrapolation`): ``flag``, ``direction``,
+        ``reasons``, ``strength``, ``strength_percentile``,
+        ``items_above_training_max``, ``items_below_training_min`` and
+        ``scale_mismatch``. Predictions for flagged models are
+        extrapolations: in the extrapolation protocol on MTEB and MERGED
+        their 90% intervals cover far less than 90%.
     """
 
     models: list[str]
@@ -130,6 +136,11 @@ class Prediction:
         return out
 
 
+def _gap(value: float, lo: float, hi: float) -> float:
+    """Distance from ``value`` to the interval ``[lo, hi]`` (0 inside)."""
+    return max(lo - value, value - hi, 0.0)
+
+
 class GaussianModel:
     """Multivariate Gaussian model of benchmark scores (Smola 2026).
 
@@ -158,6 +169,15 @@ class GaussianModel:
         Per-column transform applied before everything else (Smola 2026,
         App. K); predictions are mapped back, and intervals through the
         transform (so they stay within ``[0, training max]``).
+    bounds : None, "infer", "none", (low, high), "LOW,HIGH" or mapping, default None
+        The range each item's scores can take; predictions and interval
+        ends are clipped into it. ``None`` / ``"infer"``: from the training
+        columns by :func:`benchsel.bounds.infer_bounds` (``[0, 1]`` for
+        fractions, ``[0, 100]`` for percentages, unbounded otherwise);
+        ``"none"``: unbounded; a pair such as ``(0, 100)`` or its text
+        ``"0,100"``: the same bounds for every item; a mapping
+        ``{item: (low, high)}``: for the items it names, inferred for the
+        rest. Bounds that exclude a training score are an error.
 
     Attributes
     ----------
@@ -179,8 +199,12 @@ class GaussianModel:
     covariance_ : ndarray
         Covariance in the items' units (logit units under the logit
         transform).
-    item_max_ : ndarray
-        Best score of any training model on each item (original units).
+    item_max_, item_min_ : ndarray
+        Best and worst score of any training model on each item (original
+        units).
+    bounds_ : ndarray of shape (2, N)
+        Lower (row 0) and upper (row 1) score bound of each item, ``-inf`` /
+        ``inf`` where unbounded; ``low, high = model.bounds_``.
     """
 
     def __init__(
@@ -193,6 +217,7 @@ class GaussianModel:
         tol: float = 1e-5,
         ridge: float = 0.0,
         transform: str = "none",
+        bounds=None,
     ):
         self.covariance = covariance
         self.shrinkage = shrinkage
@@ -201,6 +226,7 @@ class GaussianModel:
         self.tol = tol
         self.ridge = ridge
         self.transform = transform
+        self.bounds = bounds
 
     # ------------------------------------------------------------------ fit
     def _validate_params(self) -> None:
@@ -250,6 +276,14 @@ class GaussianModel:
             std = Standardizer(std.mean[keep], std.scale[keep], std.constant[keep])
             transform = ScoreTransform(transform.name, transform.scale[keep], transform.eps)
             latent = latent[:, keep]
+        items = list(scores.items)
+        kept = set(items)
+        self.dropped_items_ = [name for name in given_items if name not in kept]
+        bounds = self.bounds
+        if isinstance(bounds, Mapping):
+            bounds = {str(k): bounds[k] for k in bounds}
+            bounds = {k: bounds[k] for k in self._known(bounds, "bounds")}
+        low, high = resolve_bounds(bounds, items, scores.values)
         z = std.transform(latent)
         self.estimate_ = estimate_covariance(
             z,
@@ -260,9 +294,8 @@ class GaussianModel:
             tol=self.tol,
         )
         self.scores_ = scores
-        self.items_ = list(scores.items)
-        kept = set(self.items_)
-        self.dropped_items_ = [name for name in given_items if name not in kept]
+        self.items_ = items
+        self.bounds_ = np.vstack([low, high])
         self.standardizer_ = std
         self.transform_ = transform
         self.mean_ = transform.inverse(std.inverse(self.estimate_.mean))
@@ -271,6 +304,8 @@ class GaussianModel:
         self._raw_standardizer = Standardizer.fit(scores.values)
         self._z_raw = self._raw_standardizer.transform(scores.values)
         self.item_max_ = np.nanmax(scores.values, axis=0)
+        self.item_min_ = np.nanmin(scores.values, axis=0)
+        self._item_scale = column_scale(scores.values)
         return self
 
     @property
@@ -426,7 +461,8 @@ class GaussianModel:
             f"got {type(observed).__name__}"
         )
 
-    def predict(self, observed, *, level: float = 0.9, method: str = "gaussian") -> Prediction:
+    def predict(self, observed, *, level: float = 0.9, method: str = "gaussian",
+                observed_std: np.ndarray | None = None) -> Prediction:
         """Predict every unobserved item of one or more new models.
 
         Parameters
@@ -442,43 +478,77 @@ class GaussianModel:
             training matrix stacked on the new rows with that method instead
             (the ``complete`` protocol compares them); cells it cannot
             predict fall back to the Gaussian conditional with a warning.
+        observed_std : ndarray of shape (R, len(items_)), optional
+            Standard error of each observed score (0 for an exact one), e.g.
+            a task score estimated from a sample of its questions. Such a
+            score is a noisy measurement: it is conditioned on with that
+            noise, and the item itself is predicted (``observed`` is False
+            there). Gaussian method, no transform.
 
         Returns
         -------
         Prediction
+            Means and interval ends of predicted cells lie within
+            :attr:`bounds_`, whatever the method.
         """
         self._check_fitted()
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
         models, x = self._rows(observed)
         std, transform = self.standardizer_, self.transform_
+        noise = self._noise(observed_std, x, method)
         z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
-            z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge
+            z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge, noise=noise
         )
         center = std.inverse(mu_z)
         spread = np.sqrt(var_z) * std.scale
         half = norm.ppf(0.5 + level / 2) * spread
-        observed = ~np.isnan(x)
+        # Cells measured with noise are predicted like the unobserved ones.
+        observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
         if method != "gaussian" and transform.name != "none":
             raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
         # The transform is monotone: interval ends map through it; the
         # standard deviation by the delta method at the centre.
-        mean = np.where(observed, x, transform.inverse(center))
+        mean, low, high = clip_to_bounds(
+            [
+                np.where(observed, x, transform.inverse(center)),
+                np.where(observed, x, transform.inverse(center - half)),
+                np.where(observed, x, transform.inverse(center + half)),
+            ],
+            observed,
+            *self.bounds_,
+        )
         gaussian = Prediction(
-            extrapolation=self._extrapolation(x),
+            extrapolation=self.extrapolation(x),
             models=models,
             items=list(self.items_),
             mean=mean,
             std=spread * transform.slope(center),
-            low=np.where(observed, x, transform.inverse(center - half)),
-            high=np.where(observed, x, transform.inverse(center + half)),
+            low=low,
+            high=high,
             observed=observed,
             level=float(level),
         )
         if method == "gaussian":
             return gaussian
         return self._predict_by_completion(models, x, gaussian, method)
+
+    def _noise(self, observed_std, x: np.ndarray, method: str) -> np.ndarray | None:
+        """Measurement variances in standardized units, or None when every score is exact."""
+        if observed_std is None:
+            return None
+        if method != "gaussian" or self.transform_.name != "none":
+            raise ValueError("observed_std works with the gaussian method and no transform")
+        sd = np.asarray(observed_std, dtype=float)
+        if sd.shape != x.shape:
+            raise ValueError(f"observed_std must have shape {x.shape} (new models x the "
+                             f"model's items); got {sd.shape}")
+        sd = np.where(np.isnan(x), 0.0, sd)
+        if not (np.all(np.isfinite(sd)) and np.all(sd >= 0)):
+            raise ValueError("observed_std must be finite and non-negative where scores are "
+                             "observed")
+        return (sd / self.standardizer_.scale) ** 2
 
     def _predict_by_completion(self, models, x, gaussian: Prediction, method) -> Prediction:
         from ..prediction.completion import complete_new_rows, interval
@@ -494,41 +564,139 @@ class GaussianModel:
                 stacklevel=3,
             )
         pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
+        observed = ~np.isnan(x)
+        mean, low, high = clip_to_bounds(
+            [pick(res.mean, gaussian.mean), pick(low, gaussian.low), pick(high, gaussian.high)],
+            observed,
+            *self.bounds_,
+        )
         return Prediction(
             extrapolation=gaussian.extrapolation,
             models=models,
             items=list(self.items_),
-            mean=pick(res.mean, gaussian.mean),
+            mean=mean,
             std=pick(res.std, gaussian.std),
-            low=pick(low, gaussian.low),
-            high=pick(high, gaussian.high),
-            observed=~np.isnan(x),
+            low=low,
+            high=high,
+            observed=observed,
             level=gaussian.level,
             method=method,
         )
 
-    def _extrapolation(self, x: np.ndarray) -> list[dict]:
-        """How far each new model (raw rows ``x``) lies outside the training range."""
-        z = self._raw_standardizer.transform(x)
-        out = []
-        for raw, row in zip(x, z):
-            seen = ~np.isnan(row)
-            if not seen.any():
-                out.append({"flag": False, "strength": None, "strength_percentile": None,
-                            "items_above_training_max": 0})
+    def extrapolation(self, observed) -> list[dict]:
+        """Whether predictions for new models are extrapolations, and why.
+
+        Parameters
+        ----------
+        observed : mapping {item: score}, ScoreMatrix or ndarray of shape (R, N)
+            New models' scores as for :meth:`predict` (an array is over
+            :attr:`items_`, NaN where not observed).
+
+        Returns
+        -------
+        list of dict
+            One JSON-ready dict per model (None where a number is undefined):
+
+            ``scale_mismatch`` : list of str
+                Observed items whose score is not on the column's scale: a
+                score in ``[0, 1]`` on a percent column where every training
+                score is above 1 (a fraction given for a percentage), a
+                score above 1 on a fraction column that divided by 100 is
+                nearer the training range (a percentage given for a
+                fraction), or any other score outside the item's
+                :attr:`bounds_`.
+            ``strength`` : float or None
+                Mean standardized observed score.
+            ``strength_percentile`` : float or None
+                Share (in %) of training models weaker on the same items.
+            ``items_above_training_max``, ``items_below_training_min`` : int
+                Observed items where the model beats every training model /
+                trails every one.
+            ``direction`` : {"stronger", "weaker", "mixed"} or None
+                Outside the training range above, below, or both.
+            ``reasons`` : list of str
+                Why ``flag`` is set, one short sentence each.
+            ``flag`` : bool
+                Any of the above: the model lies outside the range the
+                model was fitted on, or its scores are on another scale.
+        """
+        self._check_fitted()
+        if isinstance(observed, np.ndarray):
+            x = np.atleast_2d(np.asarray(observed, dtype=float))
+            if x.shape[1] != len(self.items_):
+                raise ValueError(
+                    f"observed must have one column per fitted item ({len(self.items_)}); "
+                    f"got shape {x.shape}"
+                )
+        else:
+            x = self._rows(observed)[1]
+        return [self._extrapolation_row(row) for row in x]
+
+    def _scale_mismatch(self, raw: np.ndarray) -> tuple[list[int], list[str]]:
+        """Observed columns of ``raw`` whose score is on another scale, and why."""
+        low, high = self.bounds_
+        cols, reasons = [], []
+        for j in np.flatnonzero(~np.isnan(raw)):
+            v, scale = raw[j], self._item_scale[j]
+            lo, hi = self.item_min_[j], self.item_max_[j]
+            span = f"training range {lo:.4g}-{hi:.4g}"
+            if scale == "percent" and 0 <= v <= 1 < lo:
+                # MT-Bench's 1-10 is "percent" to the bounds rule; do not call it that.
+                unit = "the column is in percent" if hi > 10 else "every training score is above 1"
+                why = f"looks like a fraction but {unit}"
+            elif scale == "fraction" and v > 1 and _gap(v / 100, lo, hi) < _gap(v, lo, hi):
+                why = "looks like a percent but the column is in fractions"
+            elif not low[j] <= v <= high[j]:
+                why = f"lies outside the score range [{low[j]:g}, {high[j]:g}]"
+            else:
                 continue
+            cols.append(int(j))
+            reasons.append(f"{self.items_[j]} = {v:.4g} {why} ({span})")
+        if len(reasons) > 3:
+            reasons = reasons[:3] + [f"... and {len(reasons) - 3} more"]
+        return cols, reasons
+
+    def _extrapolation_row(self, raw: np.ndarray) -> dict:
+        out = {
+            "flag": False, "direction": None, "reasons": [], "strength": None,
+            "strength_percentile": None, "items_above_training_max": 0,
+            "items_below_training_min": 0, "scale_mismatch": [],
+        }
+        mismatch, scale_reasons = self._scale_mismatch(raw)
+        if mismatch:
+            out["scale_mismatch"] = [self.items_[j] for j in mismatch]
+            out["reasons"].append("scores on another scale: " + "; ".join(scale_reasons))
+        seen = ~np.isnan(raw)
+        if seen.any():
+            row = self._raw_standardizer.transform(raw[None, :])[0]
             strength = float(row[seen].mean())
-            above = int(np.sum(raw[seen] > self.item_max_[seen]))
+            above = [self.items_[j] for j in np.flatnonzero(seen & (raw > self.item_max_))]
+            below = [self.items_[j] for j in np.flatnonzero(seen & (raw < self.item_min_))]
             # Training models' strength on the same items (those they have).
             sub = self._z_raw[:, seen]
             has = ~np.isnan(sub).all(axis=1)
             ref = np.nanmean(sub[has], axis=1)
-            out.append({
-                "flag": bool(above > 0 or strength > ref.max()),
-                "strength": strength,
-                "strength_percentile": float(100 * np.mean(ref < strength)),
-                "items_above_training_max": above,
-            })
+            stronger, weaker = strength > ref.max(), strength < ref.min()
+            for hit, text in (
+                (stronger, "stronger than every model fitted on"),
+                (above, f"above the best training score on {len(above)} benchmark(s): "
+                        f"{_short_list(above, limit=5)}"),
+                (weaker, "weaker than every model fitted on"),
+                (below, f"below the worst training score on {len(below)} benchmark(s): "
+                        f"{_short_list(below, limit=5)}"),
+            ):
+                if hit:
+                    out["reasons"].append(text)
+            up, down = stronger or bool(above), weaker or bool(below)
+            out.update(
+                direction="mixed" if up and down else "stronger" if up else
+                "weaker" if down else None,
+                strength=strength,
+                strength_percentile=float(100 * np.mean(ref < strength)),
+                items_above_training_max=len(above),
+                items_below_training_min=len(below),
+            )
+        out["flag"] = bool(out["reasons"])
         return out
 
     def conditional_covariance(self, observed_items: Sequence[str]) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,231 @@
+"""The range each item's scores can take, and keeping predictions inside it.
+
+A prediction of 100.4 [96.5, 104.3] on a percent benchmark is not a score
+anyone can get. Each item has bounds ``[low, high]``: given by the user, or
+inferred from the training column by :func:`infer_bounds`. Predictions and
+interval ends are clipped into them (:func:`clip_to_bounds`).
+
+The rule for inference is the one :func:`benchsel.prediction.percent_scale`
+uses to tell fractions from percentages, so both agree on a column's scale.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .matrix import _short_list
+
+__all__ = [
+    "BOUNDS_KEYWORDS",
+    "clip_to_bounds",
+    "column_scale",
+    "infer_bounds",
+    "parse_bounds",
+    "resolve_bounds",
+]
+
+BOUNDS_KEYWORDS = ("infer", "none")
+
+_EXPECTED = (
+    "None or 'infer' (from the training columns), 'none' (unbounded), a (low, high) pair "
+    "for every item, text 'LOW,HIGH', or a mapping {item: (low, high)}"
+)
+
+
+def column_scale(values: np.ndarray) -> np.ndarray:
+    """Per column of ``values`` (M, N): ``"fraction"``, ``"percent"`` or ``""``.
+
+    ``"fraction"`` when every observed score lies in ``[0, 1]``, ``"percent"``
+    when every one lies in ``[0, 100]`` and some exceeds 1, ``""`` otherwise
+    (negative scores, scores above 100, or no observed score).
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"values must be a 2-d array (models x items); got shape {values.shape}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, unbounded
+        low = np.nanmin(values, axis=0)
+        high = np.nanmax(values, axis=0)
+    nonneg = low >= 0  # False for NaN
+    return np.where(
+        nonneg & (high <= 1), "fraction", np.where(nonneg & (high <= 100), "percent", "")
+    )
+
+
+def infer_bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Score bounds of each column, inferred from its observed scores.
+
+    The rule, per column:
+
+    * every observed score in ``[0, 1]``: a fraction (accuracy, win rate),
+      bounded to ``[0, 1]``;
+    * every observed score in ``[0, 100]`` and some above 1: a percentage,
+      bounded to ``[0, 100]``;
+    * otherwise (a negative score, a score above 100, or no observed score):
+      unbounded, ``(-inf, inf)``. Elo ratings, correlations that can be
+      negative, token counts and score differences fall here.
+
+    The rule looks only at the range, so a column on another bounded scale
+    (MT-Bench's 1-10) gets the loosest bound that holds it, ``[0, 100]``;
+    give tighter bounds explicitly when they matter.
+
+    Parameters
+    ----------
+    values : ndarray of shape (M, N)
+        Scores, NaN where not observed.
+
+    Returns
+    -------
+    low, high : ndarray of shape (N,)
+        Lower and upper bound of each column; ``-inf`` / ``inf`` where
+        unbounded.
+    """
+    scale = column_scale(values)
+    low = np.where(scale == "", -np.inf, 0.0)
+    high = np.where(scale == "fraction", 1.0, np.where(scale == "percent", 100.0, np.inf))
+    return low, high
+
+
+def parse_bounds(text: str) -> tuple[float, float]:
+    """Parse command-line bounds ``"LOW,HIGH"`` (for example ``"0,1"`` or ``"0,100"``).
+
+    Either end may be ``-inf`` / ``inf`` for a one-sided bound; ``"none"``
+    means unbounded, ``(-inf, inf)``.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not two numbers separated by a comma, or ``LOW`` is
+        not below ``HIGH``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"bounds text must be a string 'LOW,HIGH'; got {type(text).__name__}")
+    if text.strip().lower() == "none":
+        return -np.inf, np.inf
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        low, high = (float(p) for p in parts)
+    except ValueError:
+        raise ValueError(
+            f"bounds must be 'LOW,HIGH' (two numbers separated by a comma, e.g. '0,1' or "
+            f"'0,100'; -inf/inf for one side) or 'none'; got {text!r}"
+        ) from None
+    return _check_pair((low, high), f"bounds {text!r}")
+
+
+def _check_pair(pair, what: str) -> tuple[float, float]:
+    """``pair`` as ``(low, high)`` floats with ``low < high``, or a ValueError naming ``what``."""
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, (Sequence, np.ndarray)):
+        raise ValueError(f"{what} must be a (low, high) pair of numbers; got {pair!r}")
+    try:
+        if len(pair) != 2:
+            raise ValueError
+        low, high = float(pair[0]), float(pair[1])
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a (low, high) pair of numbers; got {pair!r}") from None
+    if np.isnan(low) or np.isnan(high) or not low < high:
+        raise ValueError(
+            f"{what} must have low < high (either may be infinite, neither NaN); "
+            f"got ({low!r}, {high!r})"
+        )
+    return low, high
+
+
+def resolve_bounds(
+    spec, items: Sequence[str], values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Turn a ``bounds`` specification into per-item arrays and check them against ``values``.
+
+    Parameters
+    ----------
+    spec : None, "infer", "none", (low, high), "LOW,HIGH" or mapping {item: (low, high)}
+        ``None`` / ``"infer"``: :func:`infer_bounds` on ``values``; ``"none"``:
+        unbounded; a pair or its text: the same bounds for every item; a
+        mapping: bounds for the items it names, inferred for the others.
+    items : sequence of str
+        Names of the columns of ``values``.
+    values : ndarray of shape (M, N)
+        Training scores, NaN where not observed.
+
+    Returns
+    -------
+    low, high : ndarray of shape (N,)
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` is none of the above, a pair has ``low >= high``, a
+        mapping names an unknown item, or a training score lies outside the
+        bounds given for its item (bounds on the wrong scale).
+    """
+    items = [str(name) for name in items]
+    values = np.asarray(values, dtype=float)
+    inferred = infer_bounds(values)
+    if spec is None or (isinstance(spec, str) and spec == "infer"):
+        return inferred
+    n = len(items)
+    if isinstance(spec, str):
+        if spec == "none":
+            return np.full(n, -np.inf), np.full(n, np.inf)
+        try:
+            pair = parse_bounds(spec)
+        except ValueError:
+            raise ValueError(f"bounds must be {_EXPECTED}; got {spec!r}") from None
+        low, high = np.full(n, pair[0]), np.full(n, pair[1])
+    elif isinstance(spec, Mapping):
+        low, high = inferred[0].copy(), inferred[1].copy()
+        index = {name: j for j, name in enumerate(items)}
+        unknown = [str(k) for k in spec if str(k) not in index]
+        if unknown:
+            raise ValueError(
+                f"bounds name unknown item(s) {_short_list(unknown)}; valid names are: "
+                f"{_short_list(items, limit=60)}"
+            )
+        for name, pair in spec.items():
+            j = index[str(name)]
+            low[j], high[j] = _check_pair(pair, f"bounds for {str(name)!r}")
+    elif isinstance(spec, (Sequence, np.ndarray)):
+        pair = _check_pair(spec, "bounds")
+        low, high = np.full(n, pair[0]), np.full(n, pair[1])
+    else:
+        raise ValueError(f"bounds must be {_EXPECTED}; got {spec!r}")
+    _check_values_inside(low, high, items, values)
+    return low, high
+
+
+def _check_values_inside(low, high, items, values) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        vmin = np.nanmin(values, axis=0)
+        vmax = np.nanmax(values, axis=0)
+    bad = np.flatnonzero((vmin < low) | (vmax > high))
+    if bad.size:
+        shown = "; ".join(
+            f"{items[j]!r} has scores {vmin[j]:g} to {vmax[j]:g}, bounds [{low[j]:g}, {high[j]:g}]"
+            for j in bad[:5]
+        )
+        more = f" (and {bad.size - 5} more)" if bad.size > 5 else ""
+        raise ValueError(
+            f"bounds exclude training scores of {bad.size} item(s): {shown}{more}; "
+            "bounds must hold every training score (percent columns need '0,100', "
+            "fractions '0,1')"
+        )
+
+
+def clip_to_bounds(
+    arrays: Sequence[np.ndarray], observed: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> list[np.ndarray]:
+    """Clip each array of shape (R, N) into ``[low_j, high_j]`` on unobserved cells.
+
+    Observed cells are returned as given, even outside the bounds (a score on
+    another scale is reported, not silently changed). Clipping a Gaussian's
+    mean and central-interval ends gives the median and central interval of
+    the *censored* variable ``clip(Y, low, high)``, whose quantiles are the
+    clipped quantiles of ``Y``.
+    """
+    return [np.where(observed, a, np.clip(a, low, high)) for a in arrays]

@@ -1,0 +1,585 @@
+"""lm-evaluation-harness output in, ``--samples`` selections out.
+
+What lm-eval 0.4.x writes, as this module reads it:
+
+* ``lm_eval --output_path DIR`` writes ``DIR/<model>/results_<date>.json``
+  and, with ``--log_samples``, ``DIR/<model>/samples_<task>_<date>.jsonl``
+  beside it (``<model>`` is the model name with ``/``, ``:`` ... replaced by
+  ``__``). ``--output_path FILE.json`` writes ``FILE_<date>.json`` and the
+  sample logs into FILE's folder. Users nest these folders freely (a common
+  ``--output_path OUT/<model>`` gives ``OUT/<model>/<model>/...``), so a
+  folder is searched at any depth.
+* ``<date>`` is ``datetime.now().isoformat()`` with ``:`` replaced by ``-``;
+  a results file and the sample logs of the same run share it.
+* A results file holds ``results[task]["<metric>,<filter>"]`` for every task
+  and group, ``group_subtasks`` (a group's members; lm-eval 0.4.5 and 0.4.8
+  also list stand-alone tasks there, with an empty list), ``configs[task]``
+  (``metric_list`` and ``filter_list``, whose first entries are the task's
+  primary metric and filter), ``n-samples[task]`` (``original`` and
+  ``effective`` document counts: a run restricted by ``--samples`` or
+  ``--limit`` has ``effective < original``), and the model name
+  (``model_name``; older files only ``config.model_args``).
+* A sample-log line is one document under one filter: ``doc_id``, the
+  per-sample metric values as top-level keys and, since lm-eval 0.4.6 or so,
+  ``filter`` and ``metrics``. Older logs carry neither: a document then has
+  one line per filter, in the order of the task's ``filter_list``.
+
+Partial runs are never read as full-task scores: :meth:`LmEvalRuns.leaderboard`
+leaves them out (with a warning) and :meth:`LmEvalRuns.questions` keeps them
+apart, as observations of the questions they ran.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .io import write_json_atomic
+from .matrix import DataWarning, ScoreMatrix, _short_list
+
+__all__ = [
+    "LmEvalRuns",
+    "TaskRun",
+    "read_lm_eval",
+    "is_lm_eval_path",
+    "parse_per_task",
+    "write_samples",
+]
+
+# ``datetime.now().isoformat()`` with ':' replaced by '-': 2024-10-03T11-05-59.123456
+_DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+_RESULTS = re.compile(rf"^(?P<stem>.+)_(?P<date>{_DATE})\.json$")
+_SAMPLES = re.compile(rf"^samples_(?P<task>.+)_(?P<date>{_DATE})\.jsonl$")
+# Keys of a sample line that are never per-sample metrics.
+_NOT_METRICS = frozenset({
+    "doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
+    "doc_hash", "prompt_hash", "target_hash",
+})
+_MODEL_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's own order
+
+
+@dataclass
+class TaskRun:
+    """One task of one lm-eval run of one model.
+
+    Attributes
+    ----------
+    model, task : str
+    date : str
+        The run's date id (sorts in time order).
+    scores : dict
+        ``"<metric>,<filter>" -> value`` from the results file.
+    primary : str or None
+        The task's primary ``"<metric>,<filter>"`` (first of its metric and
+        filter lists), when the results file has its config.
+    filters : list of str
+        The task's filters in ``filter_list`` order (``["none"]`` without one).
+    n_original, n_effective : int or None
+        Documents in the task and documents run.
+    results_file : Path
+    samples_file : Path or None
+    """
+
+    model: str
+    task: str
+    date: str
+    scores: dict
+    primary: str | None
+    filters: list[str]
+    n_original: int | None
+    n_effective: int | None
+    results_file: Path
+    samples_file: Path | None = None
+
+    @property
+    def partial(self) -> bool:
+        """True when the run covered fewer documents than the task has."""
+        return (self.n_original is not None and self.n_effective is not None
+                and self.n_effective < self.n_original)
+
+
+@dataclass
+class LmEvalRuns:
+    """Everything read from lm-eval output: the latest run of each (model, task).
+
+    Attributes
+    ----------
+    source : str
+        What was read (for messages).
+    runs : dict
+        ``(model, task) -> TaskRun``, the latest run of each task per model.
+    superseded : list of TaskRun
+        Earlier runs of the same (model, task), replaced by a later one.
+    groups : dict
+        Group name -> member tasks (groups are aggregates, never leaf tasks).
+    """
+
+    source: str
+    runs: dict = field(default_factory=dict)
+    superseded: list = field(default_factory=list)
+    groups: dict = field(default_factory=dict)
+
+    # --------------------------------------------------------------- views
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(model for model, _ in self.runs))
+
+    @property
+    def tasks(self) -> list[str]:
+        """Leaf tasks, sorted."""
+        return sorted({task for _, task in self.runs})
+
+    def run(self, model: str, task: str) -> TaskRun:
+        try:
+            return self.runs[(model, task)]
+        except KeyError:
+            have = [t for m, t in self.runs if m == model]
+            raise ValueError(
+                f"{self.source}: model {model!r} has no run of task {task!r}"
+                + (f"; its tasks are {_short_list(have)}" if have else "")
+            ) from None
+
+    def check_tasks(self, tasks: Iterable[str], flag: str = "--lm-eval-task") -> list[str]:
+        """``tasks`` as a list, each checked to be a leaf task that was read."""
+        tasks = list(tasks)
+        for task in tasks:
+            if task in self.groups:
+                raise ValueError(
+                    f"{self.source}: {task!r} is a group of tasks "
+                    f"({_short_list(self.groups[task])}); name its leaf tasks in {flag}"
+                )
+            if task not in self.tasks:
+                raise ValueError(
+                    f"{self.source}: no run of task {task!r} (from {flag}); tasks found: "
+                    f"{_short_list(self.tasks, limit=30)}"
+                )
+        return tasks
+
+    # ---------------------------------------------------------- leaderboard
+    def leaderboard(
+        self,
+        *,
+        metric: str | Mapping[str, str] | None = None,
+        filter: str | Mapping[str, str] | None = None,  # noqa: A002 - lm-eval's own word
+        models: Iterable[str] | None = None,
+        partial: str = "skip",
+    ) -> ScoreMatrix:
+        """Models x leaf tasks of full-task scores, columns ``"<task>/<metric>,<filter>"``.
+
+        Parameters
+        ----------
+        metric, filter : str or mapping task -> str, optional
+            Which score of each task; default the task's primary metric and
+            filter (the first of its ``metric_list`` and ``filter_list``).
+        models : iterable of str, optional
+            Only these models (default all).
+        partial : {"skip", "error"}
+            What to do with a run of fewer documents than the task has: leave
+            the cell missing with a warning, or raise.
+        """
+        wanted = list(models) if models is not None else self.models
+        cells: dict[tuple[str, str], float] = {}
+        skipped = []
+        for (model, task), run in self.runs.items():
+            if model not in wanted:
+                continue
+            key = self._score_key(run, metric, filter)
+            if key is None:
+                continue
+            if run.partial:
+                if partial == "error":
+                    raise ValueError(
+                        f"{run.results_file}: {model!r} ran {run.n_effective} of "
+                        f"{run.n_original} documents of {task!r} (a --samples or --limit "
+                        "run); it is not a full-task score"
+                    )
+                skipped.append(f"{model}: {task} ({run.n_effective}/{run.n_original})")
+                continue
+            cells[(model, f"{task}/{key}")] = run.scores[key]
+        if skipped:
+            warnings.warn(
+                f"{self.source}: {len(skipped)} partial run(s) left out of the leaderboard "
+                f"(fewer documents than the task has; they are observations for "
+                f"'predict --plan', not full-task scores): {_short_list(skipped)}",
+                DataWarning,
+                stacklevel=2,
+            )
+        columns = sorted({c for _, c in cells})
+        if not columns:
+            raise ValueError(
+                f"{self.source}: no full-task score to read"
+                + (f" for metric {metric!r}" if metric else "")
+                + (f" and filter {filter!r}" if filter else "")
+                + "; choose them with --lm-eval-metric and --lm-eval-filter"
+            )
+        rows = [m for m in wanted if any((m, c) in cells for c in columns)]
+        values = np.array([[cells.get((m, c), np.nan) for c in columns] for m in rows])
+        return ScoreMatrix(values, rows, columns, source=self.source)
+
+    def _score_key(self, run: TaskRun, metric, filter) -> str | None:  # noqa: A002
+        """The ``"<metric>,<filter>"`` key of ``run`` to read, or None if it has no such score."""
+        m = metric.get(run.task) if isinstance(metric, Mapping) else metric
+        f = filter.get(run.task) if isinstance(filter, Mapping) else filter
+        if m is None and f is None and run.primary in run.scores:
+            return run.primary
+        default_metric, _, default_filter = (run.primary or ",").partition(",")
+        m = m or default_metric
+        candidates = [f] if f else ([default_filter] if default_filter else []) + ["none"]
+        for f in candidates:
+            if f"{m},{f}" in run.scores:
+                return f"{m},{f}"
+        if isinstance(metric, Mapping) and run.task in metric:
+            raise ValueError(
+                f"{run.results_file}: task {run.task!r} has no score {m!r} for filter "
+                f"{candidates[0]!r}; it has {_short_list(_metric_keys(run.scores))} "
+                "(choose with --lm-eval-metric and --lm-eval-filter)"
+            )
+        return None
+
+    # -------------------------------------------------------------- samples
+    def questions(
+        self,
+        task: str,
+        *,
+        metric: str | None = None,
+        filter: str | None = None,  # noqa: A002 - lm-eval's own word
+        models: Iterable[str] | None = None,
+    ) -> ScoreMatrix:
+        """Models x questions of one task from the sample logs.
+
+        Items are ``"<task>/<doc_id>"`` in increasing ``doc_id``; a question a
+        model did not run (a partial run) is missing. Models without sample
+        logs for the task are left out.
+        """
+        self.check_tasks([task])
+        wanted = list(models) if models is not None else self.models
+        per_model: dict[str, dict[int, float]] = {}
+        for model in wanted:
+            run = self.runs.get((model, task))
+            if run is None or run.samples_file is None:
+                continue
+            per_model[model] = read_sample_scores(run, metric=metric, filter=filter)
+        if not per_model:
+            raise ValueError(
+                f"{self.source}: no samples_{task}_<date>.jsonl beside a results file; "
+                "run lm-eval with --log_samples"
+            )
+        docs = sorted(set().union(*(s.keys() for s in per_model.values())))
+        index = {d: j for j, d in enumerate(docs)}
+        values = np.full((len(per_model), len(docs)), np.nan)
+        for i, scores in enumerate(per_model.values()):
+            for doc, value in scores.items():
+                values[i, index[doc]] = value
+        return ScoreMatrix(values, list(per_model), [f"{task}/{d}" for d in docs],
+                           source=self.source)
+
+    def complete_models(self, task: str) -> list[str]:
+        """Models whose run of ``task`` covered every document, with sample logs."""
+        return [m for (m, t), run in self.runs.items()
+                if t == task and not run.partial and run.samples_file is not None]
+
+
+def _metric_keys(scores: Mapping) -> list[str]:
+    return [k for k in scores if "_stderr," not in k]
+
+
+# ------------------------------------------------------------------ reading
+def is_lm_eval_path(path: str | os.PathLike) -> bool:
+    """True for a folder, an lm-eval results JSON or a sample log."""
+    p = Path(path)
+    if p.is_dir():
+        return True
+    return p.is_file() and bool(_SAMPLES.match(p.name) or _RESULTS.match(p.name))
+
+
+def _load_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    return data if isinstance(data, dict) else None
+
+
+def _model_name(data: dict, path: Path) -> str:
+    """The model name the run recorded: ``model_name``, else from ``model_args``."""
+    name = data.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    config = data.get("config") or {}
+    args = config.get("model_args")
+    if isinstance(args, dict):
+        for key in _MODEL_KEYS:
+            if key in args:
+                return str(args[key])
+    elif isinstance(args, str):
+        for key in _MODEL_KEYS:
+            if f"{key}=" in args:
+                return args.split(f"{key}=", 1)[1].split(",")[0]
+    return path.parent.name
+
+
+def _filters(config: dict) -> list[str]:
+    names = [f.get("name") for f in (config.get("filter_list") or []) if isinstance(f, dict)]
+    return [str(n) for n in names if n] or ["none"]
+
+
+def _primary(config: dict, filters: list[str], scores: dict) -> str | None:
+    metrics = [m.get("metric") for m in (config.get("metric_list") or []) if isinstance(m, dict)]
+    metrics = [m for m in metrics if isinstance(m, str)]
+    for m in metrics[:1]:
+        for f in filters:
+            if f"{m},{f}" in scores:
+                return f"{m},{f}"
+    keys = _metric_keys(scores)
+    return keys[0] if keys else None
+
+
+def _as_number(value) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return None  # lm-eval writes "N/A" for metrics a task does not have
+
+
+def _read_results_file(path: Path, date: str) -> tuple[str, list[TaskRun], dict]:
+    data = _load_json(path)
+    if data is None or not isinstance(data.get("results"), dict):
+        raise ValueError(f"{path}: not an lm-eval results file (no 'results' object)")
+    model = _model_name(data, path)
+    groups = {g: list(m) for g, m in (data.get("group_subtasks") or {}).items() if m}
+    groups.update({g: groups.get(g, []) for g in (data.get("groups") or {})})
+    configs = data.get("configs") or {}
+    counts = data.get("n-samples") or {}
+    runs = []
+    for task, entry in data["results"].items():
+        if task in groups or not isinstance(entry, dict):
+            continue
+        scores = {k: v for k, v in ((k, _as_number(v)) for k, v in entry.items()
+                                    if "," in k) if v is not None}
+        config = configs.get(task) or {}
+        filters = _filters(config)
+        count = counts.get(task) or {}
+        runs.append(TaskRun(
+            model=model, task=task, date=date, scores=scores,
+            primary=_primary(config, filters, scores), filters=filters,
+            n_original=count.get("original"), n_effective=count.get("effective"),
+            results_file=path,
+        ))
+    return model, runs, groups
+
+
+def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
+    """Read lm-eval output: folders (searched at any depth), results JSONs and sample logs.
+
+    Each results file is one run of one model; its sample logs are the
+    ``samples_<task>_<date>.jsonl`` with the same date in the same folder.
+    When a model has several runs of a task, the latest counts and the
+    earlier ones are reported in a warning. A sample log given on its own
+    (no results file beside it) is a run of the model named by its folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist.
+    ValueError
+        If nothing lm-eval wrote is found, or a file is damaged.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    results, samples = [], []
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: no such file or folder of lm-eval output")
+        found = sorted(p.rglob("*")) if p.is_dir() else [p]
+        for f in found:
+            if not f.is_file():
+                continue
+            if (m := _SAMPLES.match(f.name)):
+                samples.append((f, m.group("task"), m.group("date")))
+            elif (m := _RESULTS.match(f.name)):
+                results.append((f, m.group("date")))
+    source = ", ".join(str(p) for p in paths)
+    out = LmEvalRuns(source=source)
+    logs = {(f.parent, task, date): f for f, task, date in samples}
+    all_runs = []
+    for f, date in results:
+        data_runs = _read_results_file(f, date)
+        model, runs, groups = data_runs
+        out.groups.update(groups)
+        for run in runs:
+            run.samples_file = logs.pop((f.parent, run.task, date), None)
+        all_runs.extend(runs)
+    for (folder, task, date), f in logs.items():
+        # A log whose results file is missing (or was not given): one run of the folder's model.
+        if any(f == r for r, _ in results):
+            continue
+        all_runs.append(TaskRun(model=folder.name, task=task, date=date, scores={},
+                                primary=None, filters=[], n_original=None, n_effective=None,
+                                results_file=f, samples_file=f))
+    if not all_runs:
+        raise ValueError(
+            f"{source}: no lm-eval output found (expected results_<date>.json and "
+            "samples_<task>_<date>.jsonl files as lm_eval --output_path writes them)"
+        )
+    for run in sorted(all_runs, key=lambda r: r.date):
+        key = (run.model, run.task)
+        if key in out.runs:
+            out.superseded.append(out.runs[key])
+        out.runs[key] = run
+    if out.superseded:
+        warnings.warn(
+            f"{source}: {len(out.superseded)} earlier run(s) replaced by a later run of the "
+            "same model and task: "
+            + _short_list([f"{r.model}: {r.task} ({r.date})" for r in out.superseded]),
+            DataWarning,
+            stacklevel=2,
+        )
+    return out
+
+
+def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}: line {line_no}: expected a JSON object per line")
+            rows.append((line_no, obj))
+    return rows
+
+
+def _doc_id(obj: dict, path: Path, line: int) -> int:
+    if "doc_id" not in obj:
+        raise ValueError(f"{path}: line {line}: no 'doc_id'")
+    doc = obj["doc_id"]
+    if isinstance(doc, bool) or not isinstance(doc, int) or doc < 0:
+        raise ValueError(f"{path}: line {line}: doc_id {doc!r} is not a non-negative integer")
+    return doc
+
+
+def _line_filters(rows: list[tuple[int, dict]], run: TaskRun) -> list[str]:
+    """The filter of every line: its ``filter`` key, else its position among the doc's lines."""
+    if all("filter" in obj for _, obj in rows):
+        return [str(obj["filter"]) for _, obj in rows]
+    seen: dict[int, int] = {}
+    names = run.filters or ["none"]
+    out = []
+    for line, obj in rows:
+        doc = _doc_id(obj, run.samples_file, line)
+        k = seen.get(doc, 0)
+        seen[doc] = k + 1
+        if k >= len(names):
+            raise ValueError(
+                f"{run.samples_file}: line {line}: doc_id {doc} has more lines than the task "
+                f"has filters ({names}); expected one line per document and filter"
+            )
+        out.append(names[k])
+    return out
+
+
+def read_sample_scores(
+    run: TaskRun, *, metric: str | None = None, filter: str | None = None  # noqa: A002
+) -> dict[int, float]:
+    """``doc_id -> score`` of one run's sample log.
+
+    The metric and filter default to the task's primary ones (from the
+    results file), else to the only ones the log has.
+    """
+    path = run.samples_file
+    rows = _read_jsonl(path)
+    filters = _line_filters(rows, run)
+    available = list(dict.fromkeys(filters))
+    default_metric, _, default_filter = (run.primary or ",").partition(",")
+    chosen = filter or (default_filter if default_filter in available else None)
+    if chosen is None:
+        if len(available) > 1:
+            raise ValueError(
+                f"{path}: the log has several filters {available}; choose one with "
+                "--lm-eval-filter"
+            )
+        chosen = available[0] if available else "none"
+    elif chosen not in available:
+        raise ValueError(
+            f"{path}: no lines for filter {chosen!r} (--lm-eval-filter); filters are {available}"
+        )
+    scores: dict[int, float] = {}
+    for (line, obj), f in zip(rows, filters):
+        if f != chosen:
+            continue
+        doc = _doc_id(obj, path, line)
+        name = metric or default_metric or None
+        if name is None:
+            names = obj.get("metrics") or [k for k in obj if k not in _NOT_METRICS]
+            if len(names) != 1:
+                raise ValueError(
+                    f"{path}: line {line}: cannot tell the metric among {sorted(names)}; "
+                    "choose one with --lm-eval-metric"
+                )
+            name = names[0]
+        if name not in obj:
+            have = sorted(k for k in obj if k not in _NOT_METRICS)
+            raise ValueError(
+                f"{path}: line {line}: no metric {name!r} (--lm-eval-metric); the line has "
+                f"{have}"
+            )
+        if doc in scores:
+            raise ValueError(f"{path}: line {line}: doc_id {doc} appears twice for filter "
+                             f"{chosen!r}")
+        value = _as_number(obj[name])
+        if value is None:
+            raise ValueError(f"{path}: line {line}: metric {name!r} is {obj[name]!r}; "
+                             "expected a finite number")
+        scores[doc] = value
+    return scores
+
+
+# ------------------------------------------------------------------ options
+def parse_per_task(text: str | None, flag: str) -> str | dict[str, str] | None:
+    """``--lm-eval-metric`` / ``--lm-eval-filter``: one name for all tasks, or ``task=name,...``."""
+    if text is None:
+        return None
+    if "=" not in text:
+        return text.strip() or None
+    out = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        task, sep, name = part.partition("=")
+        if not sep or not task.strip() or not name.strip():
+            raise ValueError(f"{flag}: {part!r} is not of the form 'task=name'")
+        out[task.strip()] = name.strip()
+    return out
+
+
+# ------------------------------------------------------------------ writing
+def write_samples(path: str | os.PathLike, selection: Mapping[str, Iterable[int]],
+                  *, protect=None) -> dict:
+    """Write ``{"<leaf task>": [sorted, unique doc ids]}`` for lm-eval's ``--samples``.
+
+    Returns the written object. Doc ids must be non-negative integers.
+    """
+    out = {}
+    for task, docs in selection.items():
+        clean = set()
+        for d in docs:
+            if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0:
+                raise ValueError(f"doc id {d!r} of task {task!r} is not a non-negative integer")
+            clean.add(int(d))
+        out[str(task)] = sorted(clean)
+    write_json_atomic(path, out, protect=protect)
+    return out

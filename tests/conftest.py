@@ -1,0 +1,47 @@
+"""Shared fixtures.
+
+``lm_eval_runs`` runs the real lm-evaluation-harness CLI (``lm_eval`` must be
+installed; tests using it are skipped otherwise) on the weightless model in
+``tests/lmeval/fake_lm.py`` for 12 models of increasing skill, once per session.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+LM_EVAL_SKILLS = dict(zip((f"fake-{i:02d}" for i in range(12)),
+                          np.round(np.linspace(-2.5, 2.5, 12), 3).tolist()))
+
+
+@dataclass(frozen=True)
+class LmEvalRuns:
+    """A folder of real lm-eval runs: ``runs/<model>/{results,samples_*}_<date>.json[l]``."""
+
+    runs: Path  # the --output_path folder, one sub-folder per model
+    tasks: Path  # the --include_path folder (task YAMLs and JSONL data)
+    skills: dict  # model name (= sub-folder name) -> skill, in increasing skill
+    leaf_tasks: tuple  # bs_mc_a, bs_mc_b, bs_gen
+    group: str  # bs_group (bs_mc_a + bs_mc_b)
+    gen_filters: tuple  # the two filters of bs_gen: strict, flex
+
+
+@pytest.fixture(scope="session")
+def lm_eval_runs(tmp_path_factory) -> LmEvalRuns:
+    """12 fake models x (bs_group, bs_gen), log_samples on; about 3.5-9.5 s on 2 CPUs."""
+    pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm_eval) is not installed")
+    from lmeval.fake_lm import GEN_FILTERS, GEN_TASK, GROUP, TASKS, write_tasks
+    from lmeval.run import run_many
+
+    root = tmp_path_factory.mktemp("lm_eval")
+    tasks = write_tasks(root / "tasks")
+    runs = root / "runs"
+    run_many(tasks, runs, [{"pretrained": name, "skill": skill}
+                           for name, skill in LM_EVAL_SKILLS.items()],
+             [GROUP, GEN_TASK], jobs=min(2, os.cpu_count() or 1))
+    return LmEvalRuns(runs=runs, tasks=tasks, skills=dict(LM_EVAL_SKILLS),
+                      leaf_tasks=TASKS, group=GROUP, gen_filters=GEN_FILTERS)

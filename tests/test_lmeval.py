@@ -1,0 +1,229 @@
+"""benchsel on files the real lm-evaluation-harness (0.4.13, installed) wrote.
+
+The runs come from the ``lm_eval_runs`` fixture (tests/conftest.py): lm-eval's
+own CLI evaluating the weightless ``benchsel-fake`` model of
+tests/lmeval/fake_lm.py on local JSONL tasks. Older versions' layouts are in
+tests/test_lmeval_versions.py.
+"""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from benchsel.cli import main
+from benchsel.lmeval import read_lm_eval, read_sample_scores
+from benchsel.matrix import DataWarning
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def run_new(lm_eval_runs, out, name, skill, tasks, **kwargs):
+    from lmeval.run import run_lm_eval
+
+    run_lm_eval(lm_eval_runs.tasks, out, {"pretrained": name, "skill": skill}, tasks, **kwargs)
+    return out
+
+
+def cli_json(capsys, *argv):
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+# ------------------------------------------------------------------- reading
+def test_leaderboard_of_leaf_tasks_primary_metrics(lm_eval_runs):
+    runs = read_lm_eval(lm_eval_runs.runs)
+    assert sorted(runs.models) == sorted(lm_eval_runs.skills)
+    assert runs.tasks == sorted(lm_eval_runs.leaf_tasks)
+    assert runs.groups == {"bs_group": ["bs_mc_a", "bs_mc_b"]}
+    board = runs.leaderboard()
+    assert board.items == ("bs_gen/exact_match,strict", "bs_mc_a/acc,none", "bs_mc_b/acc,none")
+    # Each full-task score is the mean of the per-question scores lm-eval logged.
+    for model in runs.models:
+        for task, column in (("bs_mc_a", "bs_mc_a/acc,none"),
+                             ("bs_gen", "bs_gen/exact_match,strict")):
+            docs = read_sample_scores(runs.run(model, task))
+            value = board.values[board.models.index(model), board.items.index(column)]
+            assert value == pytest.approx(np.mean(list(docs.values())))
+    flex = runs.leaderboard(filter={"bs_gen": "flex"})
+    assert "bs_gen/exact_match,flex" in flex.items
+
+
+def test_questions_default_to_the_primary_filter(lm_eval_runs):
+    runs = read_lm_eval(lm_eval_runs.runs)
+    strict = runs.questions("bs_gen")
+    flex = runs.questions("bs_gen", filter="flex")
+    assert strict.shape == flex.shape == (12, 30)
+    assert strict.items[0] == "bs_gen/0"
+    assert (strict.values <= flex.values).all() and (strict.values < flex.values).any()
+    with pytest.raises(ValueError, match="--lm-eval-filter"):
+        runs.questions("bs_gen", filter="exact")
+    with pytest.raises(ValueError, match="is a group of tasks"):
+        runs.questions("bs_group")
+    with pytest.raises(ValueError, match="no run of task 'arc'"):
+        runs.questions("arc")
+
+
+def test_output_path_variants(lm_eval_runs, tmp_path):
+    # --output_path OUT/<model> nests the model folder twice; a .json path has none.
+    run_new(lm_eval_runs, tmp_path / "nested" / "m-nested", "m-nested", 0.0, ["bs_mc_a"])
+    run_new(lm_eval_runs, tmp_path / "flat" / "out.json", "m-json", 0.5, ["bs_mc_a"])
+    assert list((tmp_path / "nested").glob("m-nested/m-nested/results_*.json"))
+    assert list((tmp_path / "flat").glob("out_*.json"))
+    runs = read_lm_eval([tmp_path / "nested", tmp_path / "flat"])
+    assert sorted(runs.models) == ["m-json", "m-nested"]
+    assert all(runs.run(m, "bs_mc_a").samples_file is not None for m in runs.models)
+
+
+def test_a_second_run_into_the_same_folder_adds_its_tasks(lm_eval_runs, tmp_path):
+    out = tmp_path / "out"
+    run_new(lm_eval_runs, out, "m", 0.3, ["bs_mc_a"])
+    run_new(lm_eval_runs, out, "m", 0.3, ["bs_mc_b"])
+    assert len(list((out / "m").glob("results_*.json"))) == 2
+    board = read_lm_eval(out).leaderboard()
+    assert board.items == ("bs_mc_a/acc,none", "bs_mc_b/acc,none")
+    assert not np.isnan(board.values).any()
+    # The same task again: the latest run counts, and the replaced one is named.
+    run_new(lm_eval_runs, out, "m", 2.0, ["bs_mc_a"])
+    with pytest.warns(DataWarning, match="replaced by a later run"):
+        runs = read_lm_eval(out)
+    assert len(runs.superseded) == 1
+    assert runs.run("m", "bs_mc_a").date > runs.superseded[0].date
+
+
+def test_partial_runs_are_never_full_task_scores(lm_eval_runs, tmp_path):
+    runs_dir = tmp_path / "runs"
+    shutil.copytree(lm_eval_runs.runs, runs_dir)
+    run_new(lm_eval_runs, runs_dir, "partial", 1.0, ["bs_mc_a"], samples={"bs_mc_a": [0, 3, 5]})
+    runs = read_lm_eval(runs_dir)
+    run = runs.run("partial", "bs_mc_a")
+    assert run.partial and (run.n_effective, run.n_original) == (3, 40)
+    with pytest.warns(DataWarning, match="partial run.*'partial: bs_mc_a \\(3/40\\)'"):
+        board = runs.leaderboard()
+    assert "partial" not in board.models
+    with pytest.raises(ValueError, match="ran 3 of 40 documents"):
+        runs.leaderboard(partial="error")
+    assert sorted(read_sample_scores(run)) == [0, 3, 5]
+    assert "partial" not in runs.complete_models("bs_mc_a")
+
+
+def test_cli_commands_take_a_folder_of_runs(lm_eval_runs, tmp_path, capsys):
+    runs_dir = tmp_path / "runs"
+    shutil.copytree(lm_eval_runs.runs, runs_dir)
+    run_new(lm_eval_runs, runs_dir, "partial", 1.0, ["bs_gen"], samples={"bs_gen": [1, 2]})
+    out = cli_json(capsys, "select", runs_dir, "-k", 1, "--json")
+    assert out["selected"][0] in ("bs_gen/exact_match,strict", "bs_mc_a/acc,none",
+                                  "bs_mc_b/acc,none")
+    # The partial run is named and left out of the question-level source, not an error.
+    assert main(["coreset", str(runs_dir), "--lm-eval-task", "bs_gen", "-n", "5",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "left out 1 partial run(s) of 'bs_gen'" in captured.err and "partial" in captured.err
+    assert len(json.loads(captured.out)["selected"]) == 5
+    assert main(["coreset", str(runs_dir), "--lm-eval-task", "bs_gen", "--lm-eval-metric",
+                 "f1", "-n", "5"]) == 1
+    assert "no metric 'f1' (--lm-eval-metric)" in capsys.readouterr().err
+
+
+def test_emit_samples_checks_the_task_name(lm_eval_runs, tmp_path, capsys):
+    samples = tmp_path / "s.json"
+    assert main(["coreset", str(lm_eval_runs.runs), "--lm-eval-task", "bs_mc_a", "-n", "5",
+                 "--emit-lm-eval-samples", "bs_mc_b", str(samples)]) == 1
+    assert "questions are of task 'bs_mc_a', not 'bs_mc_b'" in capsys.readouterr().err
+    assert not samples.exists()
+
+
+# ------------------------------------------------------------ the whole loop
+def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
+    """runs -> plan -> lm-eval --samples on a new model -> predict --plan."""
+    plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions",
+                       "--lm-eval-task", "bs_mc_a,bs_gen", "-n", 12, "-o", plan,
+                       "--emit-lm-eval-samples", samples, "--json")
+    wanted = json.loads(samples.read_text())
+    assert set(wanted) == {"bs_mc_a", "bs_gen"}
+    for task, docs in wanted.items():
+        assert docs == sorted(set(docs)) and len(docs) == 12
+        assert summary["tasks"][task]["doc_ids"] == docs
+    assert summary["tasks"]["bs_gen"]["filter"] == "strict"
+
+    new = run_new(lm_eval_runs, tmp_path / "new", "new-model", 0.8, ["bs_mc_a", "bs_gen"],
+                  samples=samples)
+    runs = read_lm_eval(new)
+    for task, docs in wanted.items():
+        assert sorted(read_sample_scores(runs.run("new-model", task))) == docs
+    full = run_new(lm_eval_runs, tmp_path / "full", "new-model", 0.8, ["bs_mc_a", "bs_gen"])
+    truth = read_lm_eval(full).leaderboard()
+
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", new, "--json")
+    assert out["model"] == "new-model"
+    got = {p["benchmark"]: p for p in out["predictions"]}
+    assert set(got) == {"bs_mc_a", "bs_gen"}
+    for task, column in (("bs_mc_a", "bs_mc_a/acc,none"), ("bs_gen", "bs_gen/exact_match,strict")):
+        true = truth.values[0, truth.items.index(column)]
+        assert 0 <= got[task]["low"] <= true <= got[task]["high"] <= 1
+
+    # The full run given as observed: every planned question is there, the score is known.
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", full, "--json")
+    assert out["predictions"] == []
+    csv = tmp_path / "filled.csv"
+    assert main(["predict", "--plan", str(plan), "--observed", str(new), "--format", "csv",
+                 "-o", str(csv)]) == 0
+    header = csv.read_text().splitlines()[0].split(",")
+    assert header[:3] == ["model", "bs_mc_a", "bs_mc_a std"]
+
+
+def test_question_level_loop_refuses_a_run_that_misses_planned_questions(
+        lm_eval_runs, tmp_path, capsys):
+    plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions", "--lm-eval-task",
+             "bs_mc_a", "-n", 8, "-o", plan, "--emit-lm-eval-samples", samples, "--json")
+    docs = json.loads(samples.read_text())["bs_mc_a"]
+    new = run_new(lm_eval_runs, tmp_path / "new", "m", 0.0, ["bs_mc_a"],
+                  samples={"bs_mc_a": docs[1:] + [d for d in range(40) if d not in docs][:2]})
+    assert main(["predict", "--plan", str(plan), "--observed", str(new)]) == 1
+    err = capsys.readouterr().err
+    assert f"lacks 1 of the 8 planned questions (doc ids {docs[0]!r})" in err
+
+
+def test_benchmark_level_loop_with_results_json(lm_eval_runs, tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "-k", 1, "-o", plan, "--json")
+    chosen = summary["run_in_full"]
+    assert len(chosen) == 1
+    task = chosen[0].split("/")[0]
+    new = run_new(lm_eval_runs, tmp_path / "new", "new-model", 0.5, [task])
+    results = next((new / "new-model").glob("results_*.json"))
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", results, "--json")
+    assert {p["benchmark"] for p in out["predictions"]} | set(chosen) == set(
+        summary["selection"]["selected"]) | {p["benchmark"] for p in out["predictions"]}
+    assert len(out["predictions"]) == 2
+    for p in out["predictions"]:
+        assert 0 <= p["low"] <= p["mean"] <= p["high"] <= 1
+
+
+def test_mixed_loop(lm_eval_runs, tmp_path, capsys):
+    """bs_mc_b in full, questions of bs_gen; bs_mc_a and bs_gen predicted from both."""
+    plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "mixed", "-k", 1,
+                       "--exclude", "bs_mc_a/acc,none", "--lm-eval-task", "bs_gen", "-n", 10,
+                       "-o", plan, "--emit-lm-eval-samples", samples, "--json")
+    assert summary["run_in_full"] == ["bs_mc_b/acc,none"]
+    new = run_new(lm_eval_runs, tmp_path / "new", "new-model", 1.2, ["bs_mc_b", "bs_gen"],
+                  samples=samples)
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", new, "--json")
+    got = {p["benchmark"]: p for p in out["predictions"]}
+    assert set(got) == {"bs_mc_a/acc,none", "bs_gen/exact_match,strict"}
+    for p in got.values():
+        assert 0 <= p["low"] <= p["mean"] <= p["high"] <= 1 and p["std"] > 0
+
+
+def test_observed_results_file_errors_name_the_file_not_the_dict(lm_eval_runs, tmp_path,
+                                                                 capsys):
+    plan = tmp_path / "plan.json"
+    cli_json(capsys, "plan", "helm_lite", "-k", 2, "-o", plan, "--json")
+    results = next((lm_eval_runs.runs / "fake-00").glob("results_*.json"))
+    assert main(["predict", "--plan", str(plan), "--observed", str(results)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown benchmark name(s)" in err and "'results'" not in err and len(err) < 3000

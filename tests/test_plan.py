@@ -1,0 +1,164 @@
+"""The plan file: round trip, rebuild checks, damaged and foreign files, allocation."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchsel import load_dataset, read_scores
+from benchsel.plan import Plan, allocate_questions, plan_benchmarks, plan_questions
+from benchsel.plan._format import decode_array, encode_array
+
+QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+
+
+def _task(name: str, file: str, rows=slice(0, 60)):
+    scores = read_scores(QUESTIONS / file)
+    scores = scores.subset(models=np.arange(scores.n_models)[rows])
+    return scores._replace(items=[f"{name}/{j}" for j in range(scores.n_items)])
+
+
+@pytest.mark.parametrize("values", [
+    np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]),
+    np.array([[0.25, np.nan], [1e300, -3.5]]),
+    np.zeros((0, 4)),
+])
+def test_arrays_round_trip_exactly(values):
+    obj = json.loads(json.dumps(encode_array(values)))
+    back = decode_array(obj, "x")
+    assert back.shape == values.shape
+    np.testing.assert_array_equal(back, values)
+
+
+def test_binary_arrays_are_packed_to_bits():
+    values = (np.random.default_rng(0).random((80, 1000)) < 0.5).astype(float)
+    obj = encode_array(values)
+    assert obj["encoding"] == "bits" and len(obj["data"]) < 80 * 1000 / 8 * 1.4
+
+
+def test_benchmark_plan_round_trip_predicts_as_the_fitted_model(tmp_path):
+    scores = load_dataset("mteb")
+    plan = plan_benchmarks(scores, 4, seed=3)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    loaded = Plan.load(path)
+    assert loaded.level == "benchmarks" and loaded.benchmarks.selected == plan.benchmarks.selected
+    row = scores.subset(models=[7]).subset(items=scores.item_indices(loaded.benchmarks.selected))
+    a = plan.predict_benchmarks(row)
+    b = loaded.predict_benchmarks(row)
+    np.testing.assert_allclose(b.mean, a.mean, rtol=1e-12)
+    np.testing.assert_allclose(b.high, a.high, rtol=1e-12)
+
+
+def test_question_plan_round_trip_matches_by_doc_id(tmp_path):
+    source = _task("gsm", "helm_gsm8k.npz")
+    # Columns out of doc order: the plan must sort them and still match by doc id.
+    shuffled = source.subset(items=np.random.default_rng(1).permutation(source.n_items))
+    plan = plan_questions({"gsm": shuffled}, n=30, seed=5)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    loaded = Plan.load(path)
+    part = loaded.tasks["gsm"]
+    assert list(part.doc_ids) == sorted(part.doc_ids)
+    assert sorted(loaded.lm_eval_samples()["gsm"]) == loaded.lm_eval_samples()["gsm"]
+    assert len(set(part.selected)) == 30
+    target = read_scores(QUESTIONS / "helm_gsm8k.npz").values[70]
+    answers = {int(d): float(target[d]) for d in part.selected}
+    # Given in a shuffled dict order the prediction is the same.
+    shuffled_answers = dict(sorted(answers.items(), key=lambda kv: -kv[0]))
+    a = loaded.predict_questions({"m": {"gsm": answers}})
+    b = loaded.predict_questions({"m": {"gsm": shuffled_answers}})
+    assert a.mean[0, 0] == b.mean[0, 0]
+    direct = plan.tasks["gsm"].fitted().predict(
+        np.array([[answers[d] for d in plan.tasks["gsm"].selected]]))[0][0]
+    assert a.mean[0, 0] == pytest.approx(direct)
+    assert 0 <= a.low[0, 0] <= a.mean[0, 0] <= a.high[0, 0] <= 1
+
+
+def test_question_plan_reports_missing_extra_and_full_runs(tmp_path):
+    plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=20)
+    target = read_scores(QUESTIONS / "helm_gsm8k.npz").values[75]
+    planned = plan.tasks["gsm"].selected
+    with pytest.raises(ValueError, match="lacks 1 of the 20 planned questions"):
+        plan.predict_questions({"m": {"gsm": {d: target[d] for d in planned[1:]}}})
+    extra = {d: target[d] for d in planned} | {d: target[d] for d in range(3) if d not in planned}
+    with pytest.warns(UserWarning, match="did not ask for"):
+        plan.predict_questions({"m": {"gsm": extra}})
+    full = plan.predict_questions({"m": {"gsm": {d: target[d] for d in range(len(target))}}})
+    assert full.observed[0, 0] and full.mean[0, 0] == pytest.approx(target.mean())
+    with pytest.raises(ValueError, match="no run of the plan's task"):
+        plan.predict_questions({"m": {}})
+
+
+def test_damaged_and_foreign_plans_say_what_is_wrong(tmp_path):
+    plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=20)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    obj = json.loads(path.read_text())
+
+    def write(o, text=None):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text if text is not None else json.dumps(o))
+        return bad
+
+    with pytest.raises(ValueError, match="not valid JSON"):
+        Plan.load(write(None, path.read_text()[:-40]))
+    with pytest.raises(ValueError, match="not a benchsel plan"):
+        Plan.load(write({"results": {}}))
+    with pytest.raises(ValueError, match="format version 99"):
+        Plan.load(write(obj | {"format_version": 99}))
+    edited = json.loads(json.dumps(obj))
+    edited["tasks"]["gsm"]["source"]["models"][0] = "someone else"
+    with pytest.raises(ValueError, match="fingerprint"):
+        Plan.load(write(edited))
+    edited = json.loads(json.dumps(obj))
+    edited["tasks"]["gsm"]["selected"][0] = (edited["tasks"]["gsm"]["selected"][0] + 1) % 1000
+    loaded = Plan.load(write(edited))
+    with pytest.raises(ValueError, match="chose other questions"):
+        loaded.tasks["gsm"].fitted()
+    edited = json.loads(json.dumps(obj))
+    del edited["tasks"]["gsm"]["method"]
+    with pytest.raises(ValueError, match="missing or malformed entry 'method'"):
+        Plan.load(write(edited))
+    with pytest.raises(FileNotFoundError):
+        Plan.load(tmp_path / "none.json")
+
+
+def test_allocation_spends_the_budget_and_favours_unpredictable_tasks():
+    rng = np.random.default_rng(0)
+    ability = rng.normal(size=80)
+    # Task "a" is noisy per question (p near 0.5); task "b" is almost all-correct (low
+    # variance): a's score is the harder one to pin down and gets more questions.
+    a = (rng.random((80, 400)) < 1 / (1 + np.exp(-0.3 * ability[:, None]))).astype(float)
+    b = (rng.random((80, 400)) < 0.97).astype(float)
+    alloc = allocate_questions({"a": a, "b": b}, 120)
+    assert sum(alloc.values()) == 120 and min(alloc.values()) >= 10
+    assert alloc["a"] > alloc["b"]
+    with pytest.raises(ValueError, match="between 20"):
+        allocate_questions({"a": a, "b": b}, 5)
+
+
+def test_allocation_gives_fewer_questions_to_a_task_the_others_predict():
+    rng = np.random.default_rng(1)
+    ability = rng.normal(size=100)
+    p = 1 / (1 + np.exp(-ability[:, None]))
+    # "twin" measures the same skill as "base"; "other" an independent skill.
+    base = (rng.random((100, 300)) < p).astype(float)
+    twin = (rng.random((100, 300)) < p).astype(float)
+    other = (rng.random((100, 300)) < 1 / (1 + np.exp(-rng.normal(size=(100, 1))))).astype(
+        float)
+    alone = allocate_questions({"base": base, "other": other}, 100)
+    paired = allocate_questions({"base": base, "twin": twin, "other": other}, 150)
+    assert paired["other"] > paired["base"] and paired["other"] > paired["twin"]
+    assert alone["other"] == pytest.approx(alone["base"], abs=15)
+
+
+def test_plan_questions_with_a_total_budget():
+    tasks = {"gsm": _task("gsm", "helm_gsm8k.npz"), "math": _task("math", "helm_math.npz")}
+    plan = plan_questions(tasks, total=60, seed=2)
+    assert sum(p.n for p in plan.tasks.values()) == 60
+    assert plan.allocation == "total"
+    assert set(plan.lm_eval_samples()) == {"gsm", "math"}
+    with pytest.raises(ValueError, match="exactly one of n"):
+        plan_questions(tasks, n=10, total=60)
