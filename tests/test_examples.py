@@ -43,3 +43,16 @@ def test_quickstart_example_runs():
     )
     assert "run these:" in out.stdout
     assert "benchmarks needed for 90/95/99% explained variance" in out.stdout
+
+
+def test_lm_eval_loop_example_runs(tmp_path):
+    pytest = __import__("pytest")
+    pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm_eval) is not installed")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "lm_eval_loop.py"), "--sources", "15",
+         "--new", "2", "--questions", "80", "-n", "20", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    )
+    assert "$ benchsel plan" in out.stdout and "$ benchsel predict --plan" in out.stdout
+    table = out.stdout.split("90% interval\n", 1)[1].splitlines()[:2]
+    assert len(table) == 2 and all(line.startswith("model-") for line in table)

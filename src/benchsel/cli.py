@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import __version__
+from .bounds import parse_bounds
 from .coreset.evaluate import SPLITS, evaluate_coresets, resolve_n
 from .coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
@@ -165,7 +166,8 @@ def _task_questions(runs, task: str, args):
 
 
 def _fit(args, scores) -> GaussianModel:
-    return GaussianModel(covariance=args.covariance, transform=args.transform).fit(scores)
+    return GaussianModel(covariance=args.covariance, transform=args.transform,
+                         bounds=getattr(args, "bounds", "infer")).fit(scores)
 
 
 # ----------------------------------------------------------------- commands
@@ -229,6 +231,9 @@ def cmd_predict(args) -> int:
         raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted already), "
                      "exactly one of them")
     if args.plan is not None:
+        if args.bounds != "infer":
+            raise _UsageError("a plan carries its bounds: set them with 'benchsel plan "
+                              "--bounds', not at predict time")
         plan = load_plan(args.plan)
         if plan.level in ("questions", "mixed") and args.method != "gaussian":
             raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
@@ -382,7 +387,7 @@ def cmd_plan(args) -> int:
             include=_item_names(args.include, scores.items),
             exclude=_item_names(args.exclude, scores.items), costs=costs, budget=args.budget,
             target_residual=args.target_residual, seed=args.seed, command=command,
-            covariance=args.covariance, transform=args.transform)
+            covariance=args.covariance, transform=args.transform, bounds=args.bounds)
     else:
         if args.level == "questions":
             for flag, value in (("-k", args.k), ("--costs", args.costs),
@@ -416,7 +421,7 @@ def cmd_plan(args) -> int:
                 board, sources, columns, args.k, objective=args.objective,
                 exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
                 target_residual=args.target_residual, covariance=args.covariance,
-                transform=args.transform, **questions)
+                transform=args.transform, bounds=args.bounds, **questions)
     plan.save(args.output, protect=_inputs(args))
     summary = plan.summary()
     summary["plan"] = str(args.output)
@@ -738,6 +743,24 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
                    "max (Smola 2026, App. K); default none")
 
 
+def _add_bounds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bounds", type=_bounds, default="infer", metavar="LOW,HIGH",
+                   help="range of every score, e.g. 0,1 or 0,100; predictions and intervals "
+                   "are clipped into it. Default infer: [0, 1] for a column whose scores all "
+                   "lie in it, [0, 100] for one in percent, else none ('none')")
+
+
+def _bounds(text: str) -> str:
+    """``--bounds``: checked here, passed on as text (it is what a plan records)."""
+    if text.strip().lower() in ("infer", "none"):
+        return text.strip().lower()
+    try:
+        parse_bounds(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _add_lm_eval(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("lm-evaluation-harness output (DATA is a folder of runs)")
     g.add_argument("--lm-eval-task", metavar="TASK",
@@ -853,6 +876,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{', '.join(METHODS)}")
     g.add_argument("--emit-lm-eval-samples", metavar="FILE",
                    help="also write lm-eval's --samples JSON: every planned task's doc ids")
+    _add_bounds(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("predict", help="predict unobserved benchmarks of a new model")
@@ -872,6 +896,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="table (default), json (as --json), or csv: the filled-in "
                    "leaderboard, one row per model, each benchmark's value and its std")
+    _add_bounds(p)
     _add_output(p)
     p.set_defaults(func=cmd_predict)
 

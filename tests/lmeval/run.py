@@ -18,6 +18,10 @@ The subprocess runs offline (``HF_DATASETS_OFFLINE=1``, ``HF_HUB_OFFLINE=1``)
 with the ``datasets`` cache in ``<tasks_dir>/.hf_cache`` unless ``env`` says
 otherwise. ``python run.py SPEC.json`` runs the argv lists (without program
 name) of ``{"argvs": [...], "builtin_tasks": false}`` in order.
+
+The argvs are written for 0.4.13 (``run`` subcommand first); under an older
+lm-eval without subcommands (0.4.5, 0.4.8; used by ``make_fixtures.py``) the
+subprocess drops the leading ``run``. ``--samples`` exists only in newer ones.
 """
 
 from __future__ import annotations
