@@ -227,3 +227,36 @@ def test_observed_results_file_errors_name_the_file_not_the_dict(lm_eval_runs, t
     assert main(["predict", "--plan", str(plan), "--observed", str(results)]) == 1
     err = capsys.readouterr().err
     assert "unknown benchmark name(s)" in err and "'results'" not in err and len(err) < 3000
+
+
+def test_answers_are_matched_by_doc_id_not_by_log_order(lm_eval_runs, tmp_path, capsys):
+    """gaussian-greedy takes its questions' scores in greedy order; lm-eval logs them by
+    doc id. The prediction must be the method's own on the answers put in its order."""
+    from benchsel.plan import Plan
+
+    plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions", "--lm-eval-task",
+             "bs_mc_a", "-n", 10, "--method", "gaussian-greedy", "-o", plan,
+             "--emit-lm-eval-samples", samples, "--json")
+    part = Plan.load(plan).tasks["bs_mc_a"]
+    assert part.selected != sorted(part.selected)  # the orders differ: the test can fail
+    new = run_new(lm_eval_runs, tmp_path / "new", "m", 0.4, ["bs_mc_a"], samples=samples)
+    logged = read_sample_scores(read_lm_eval(new).run("m", "bs_mc_a"))
+    assert list(logged) == sorted(logged)
+    own_order = np.array([[logged[d] for d in part.selected]])
+    expected = part.fitted().predict(own_order)[0][0]
+    by_position = part.fitted().predict(np.array([list(logged.values())]))[0][0]
+    got = cli_json(capsys, "predict", "--plan", plan, "--observed", new, "--json")
+    assert got["predictions"][0]["mean"] == pytest.approx(expected, rel=1e-12)
+    if by_position != pytest.approx(expected):
+        assert got["predictions"][0]["mean"] != pytest.approx(by_position)
+
+
+def test_cli_metric_and_filter_per_task(lm_eval_runs, capsys):
+    out = cli_json(capsys, "select", lm_eval_runs.runs, "-k", 3, "--lm-eval-filter",
+                   "bs_gen=flex", "--json")
+    assert "bs_gen/exact_match,flex" in out["selected"]
+    assert main(["select", str(lm_eval_runs.runs), "-k", "1", "--lm-eval-metric",
+                 "bs_gen=f1"]) == 1
+    err = capsys.readouterr().err
+    assert "task 'bs_gen' has no score 'f1'" in err and "--lm-eval-metric" in err
