@@ -774,6 +774,20 @@ def _add_lm_eval(p: argparse.ArgumentParser) -> None:
                    "(default: each task's first filter)")
 
 
+def _add_selection(p) -> None:
+    """The options of a benchmark selection (``select``, ``plan``)."""
+    p.add_argument("-k", type=_positive_int,
+                   help="how many to select (needed unless --budget or --target-residual)")
+    p.add_argument("--objective", choices=OBJECTIVES, default="mi",
+                   help="mi (default): predict the rest best; entropy: most diverse; random")
+    p.add_argument("--include", help="comma-separated names that must be selected (first)")
+    p.add_argument("--exclude", help="comma-separated names that must not be selected")
+    p.add_argument("--costs", help="per-benchmark costs: JSON {name: cost} or CSV name,cost")
+    p.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
+    p.add_argument("--target-residual", type=_fraction,
+                   help="stop once the unexplained variance fraction is at most this")
+
+
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
@@ -821,16 +835,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("select", help="choose the k most informative benchmarks (or models)")
     _add_data(p)
-    p.add_argument("-k", type=_positive_int,
-                   help="how many to select (needed unless --budget or --target-residual)")
-    p.add_argument("--objective", choices=OBJECTIVES, default="mi",
-                   help="mi (default): predict the rest best; entropy: most diverse; random")
-    p.add_argument("--include", help="comma-separated names that must be selected (first)")
-    p.add_argument("--exclude", help="comma-separated names that must not be selected")
-    p.add_argument("--costs", help="per-benchmark costs: JSON {name: cost} or CSV name,cost")
-    p.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
-    p.add_argument("--target-residual", type=_fraction,
-                   help="stop once the unexplained variance fraction is at most this")
+    _add_selection(p)
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: pick reference models to run a new benchmark on")
     p.add_argument("--seed", type=int, default=0, help="seed for --objective random")
@@ -851,18 +856,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan's summary as JSON")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of every random choice (default 0); recorded in the plan")
-    g = p.add_argument_group("--level benchmarks or mixed (as in 'benchsel select')")
-    g.add_argument("-k", type=_positive_int,
-                   help="how many benchmarks to run (needed unless --budget or "
-                   "--target-residual)")
-    g.add_argument("--objective", choices=OBJECTIVES, default="mi",
-                   help="mi (default), entropy or random")
-    g.add_argument("--include", help="comma-separated benchmarks that must be run")
-    g.add_argument("--exclude", help="comma-separated benchmarks that must not be run")
-    g.add_argument("--costs", help="per-benchmark costs: JSON {name: cost} or CSV name,cost")
-    g.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
-    g.add_argument("--target-residual", type=_fraction,
-                   help="stop once the unexplained variance fraction is at most this")
+    _add_selection(p.add_argument_group("--level benchmarks or mixed (as in 'benchsel "
+                                        "select')"))
     g = p.add_argument_group("--level questions or mixed (DATA: lm-eval runs with "
                              "--log_samples, or one task's models x questions NPZ/CSV)")
     g.add_argument("-n", type=_coreset_size,

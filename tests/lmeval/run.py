@@ -143,9 +143,9 @@ def run_lm_eval(
     pretrained>/``) or a ``.json`` path (see FORMATS.md). Raises
     ``RuntimeError`` with the output's tail when lm-eval fails.
     """
-    argv = lm_eval_argv(tasks_dir, output_path, model_args, tasks, samples=samples,
-                        limit=limit, log_samples=log_samples, extra=extra)
-    return _finish(_spawn([argv], tasks_dir, env, builtin_tasks), timeout)
+    return run_many(tasks_dir, output_path, [model_args], tasks, samples=samples, limit=limit,
+                    log_samples=log_samples, extra=extra, env=env,
+                    builtin_tasks=builtin_tasks, timeout=timeout)[0]
 
 
 def run_many(
