@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchsel import load_dataset, read_scores
-from benchsel.plan import Plan, allocate_questions, plan_benchmarks, plan_questions
+from benchsel.plan import Plan, allocate_questions, plan_benchmarks, plan_mixed, plan_questions
 from benchsel.plan._format import decode_array, encode_array
 
 QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
@@ -162,3 +162,70 @@ def test_plan_questions_with_a_total_budget():
     assert set(plan.lm_eval_samples()) == {"gsm", "math"}
     with pytest.raises(ValueError, match="exactly one of n"):
         plan_questions(tasks, n=10, total=60)
+
+
+def test_plan_records_model_options_as_strict_json(tmp_path):
+    plan = plan_benchmarks(load_dataset("helm_lite"), 2, bounds=(0, 1), covariance="pairwise")
+    plan.save(tmp_path / "p.json")
+    loaded = Plan.load(tmp_path / "p.json")
+    assert loaded.benchmarks.options["covariance"] == "pairwise"
+    np.testing.assert_array_equal(loaded.benchmarks.model().bounds_,
+                                  plan.benchmarks.model().bounds_)
+    with pytest.raises(ValueError, match="bounds=.* is not a plain JSON value"):
+        plan_benchmarks(load_dataset("helm_lite"), 2, bounds=(0, np.inf))
+
+
+def test_noisy_measurements_condition_as_an_augmented_gaussian():
+    """Conditioning on x_j = y_j + e (e ~ N(0, s^2)) equals adding x as a new variable."""
+    from benchsel.gaussian.conditional import conditional_moments
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(6, 6))
+    sigma, mean = a @ a.T + np.eye(6), rng.normal(size=6)
+    x = np.array([[0.4, np.nan, -1.0, np.nan, np.nan, 2.0]])
+    noise = np.array([[0.0, 0.0, 0.5, 0.0, 0.0, 0.0]])  # cell 2 is measured with noise
+    mu, var = conditional_moments(x, mean, sigma, noise=noise)
+    # Reference: y (6 latent cells) plus a 7th variable x2 = y2 + e; observe y0, y5, x2.
+    big = np.zeros((7, 7))
+    big[:6, :6] = sigma
+    big[6, :6] = big[:6, 6] = sigma[2]
+    big[6, 6] = sigma[2, 2] + 0.5
+    obs = [0, 5, 6]
+    s_oo = big[np.ix_(obs, obs)]
+    value = np.array([0.4, 2.0, -1.0])
+    ref_mu = np.r_[mean, mean[2]] + big[:, obs] @ np.linalg.solve(s_oo, value - np.r_[
+        mean, mean[2]][obs])
+    ref_var = np.diag(big) - np.einsum("io,oi->i", big[:, obs], np.linalg.solve(s_oo,
+                                                                            big[obs, :]))
+    np.testing.assert_allclose(mu[0], ref_mu[:6], atol=1e-12)
+    np.testing.assert_allclose(var[0], np.maximum(ref_var[:6], 0), atol=1e-12)
+    assert var[0, 2] > 0 and mu[0, 2] != -1.0  # the noisy cell is predicted, not copied
+
+
+def test_mixed_plan_feeds_task_estimates_into_the_leaderboard_model(tmp_path):
+    """A board whose two columns are the mean scores of two real question-level tasks."""
+    gsm, math = _task("gsm", "helm_gsm8k.npz", slice(None)), _task(
+        "math", "helm_math.npz", slice(None))
+    rng = np.random.default_rng(4)
+    other = gsm.values.mean(1) * 0.5 + math.values.mean(1) * 0.5 + rng.normal(0, 0.02, 83)
+    from benchsel import ScoreMatrix
+
+    board = ScoreMatrix(np.column_stack([gsm.values.mean(1), math.values.mean(1), other]),
+                        gsm.models, ["gsm/acc", "math/acc", "other"])
+    source = {"gsm": gsm.subset(models=np.arange(60)), "math": math.subset(models=np.arange(60))}
+    plan = plan_mixed(board.subset(models=np.arange(60)), source,
+                      {"gsm": "gsm/acc", "math": "math/acc"}, 0, n=40)
+    plan.save(tmp_path / "m.json")
+    plan = Plan.load(tmp_path / "m.json")
+    assert plan.level == "mixed" and plan.run_in_full == []
+    answers = {board.models[i]: {t: {d: source_full.values[i, d]
+                                     for d in plan.tasks[t].selected}
+                                 for t, source_full in (("gsm", gsm), ("math", math))}
+               for i in range(60, 83)}
+    pred = plan.predict_mixed(None, answers)
+    alone = plan._task_estimates(answers, 0.9)
+    j = pred.items.index("other")
+    err = np.abs(pred.mean[:, j] - other[60:])
+    assert np.all(pred.std[:, j] > 0) and np.median(err) < 0.05
+    # Combining with the leaderboard can only shrink the sampled tasks' variance.
+    assert np.all(pred.std[:, 0] <= alone.std[:, 0] + 1e-12)

@@ -535,6 +535,12 @@ def write_text_atomic(
         raise
 
 
-def write_json_atomic(path: str | os.PathLike, obj, *, protect=None) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
-    write_text_atomic(path, json.dumps(obj, indent=2) + "\n", protect=protect)
+def write_json_atomic(path: str | os.PathLike, obj, *, protect=None,
+                      allow_nan: bool = True) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically.
+
+    ``allow_nan=False`` refuses NaN and infinities (strict JSON) instead of
+    writing them as ``NaN``/``Infinity``.
+    """
+    write_text_atomic(path, json.dumps(obj, indent=2, allow_nan=allow_nan) + "\n",
+                      protect=protect)

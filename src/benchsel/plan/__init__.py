@@ -197,16 +197,24 @@ def plan_benchmarks(
 
 
 def _gaussian_options(model) -> list[str]:
-    """The constructor parameters of a GaussianModel that are JSON values."""
+    """The constructor parameters of a GaussianModel, checked to be plain JSON values."""
     import inspect
 
-    names = [p for p in inspect.signature(type(model)).parameters]
-    return [n for n in names if _jsonable(getattr(model, n))]
+    names = list(inspect.signature(type(model)).parameters)
+    for name in names:
+        if not _jsonable(getattr(model, name)):
+            raise ValueError(
+                f"a plan records the model's options as JSON; {name}="
+                f"{getattr(model, name)!r} is not a plain JSON value (for bounds use text such "
+                "as '0,100', '-inf,0' or 'none')")
+    return names
 
 
 def _jsonable(value) -> bool:
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, str | bool | int):
         return True
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
     if isinstance(value, list | tuple):
         return all(_jsonable(v) for v in value)
     if isinstance(value, dict):
@@ -554,7 +562,7 @@ class Plan:
 
     def save(self, path: str | os.PathLike, *, protect=None) -> None:
         """Write the plan as JSON, atomically (never over a file in ``protect``)."""
-        write_json_atomic(path, self.to_json(), protect=protect)
+        write_json_atomic(path, self.to_json(), protect=protect, allow_nan=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Plan:
