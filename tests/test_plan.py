@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from benchsel import load_dataset, read_scores
-from benchsel.plan import Plan, allocate_questions, plan_benchmarks, plan_mixed, plan_questions
+from benchsel.plan import (
+    Plan,
+    allocate_questions,
+    error_curve,
+    plan_benchmarks,
+    plan_mixed,
+    plan_questions,
+)
 from benchsel.plan._format import decode_array, encode_array
 
 QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
@@ -125,33 +132,30 @@ def test_damaged_and_foreign_plans_say_what_is_wrong(tmp_path):
         Plan.load(tmp_path / "none.json")
 
 
-def test_allocation_spends_the_budget_and_favours_unpredictable_tasks():
+def test_allocation_spends_the_budget_where_the_error_falls_most():
+    curves = {"flat": (0.01, 0.0), "steep": (0.0, 1.0), "mild": (0.0, 0.25)}
+    sizes = {"flat": 300, "steep": 300, "mild": 300}
+    alloc = allocate_questions(curves, sizes, 120)
+    assert sum(alloc.values()) == 120 and alloc["flat"] == 10
+    # b/n: the optimum spends in proportion to sqrt(b) (steep twice mild).
+    assert alloc["steep"] == pytest.approx(2 * alloc["mild"], abs=2)
+    with pytest.raises(ValueError, match="between 30"):
+        allocate_questions(curves, sizes, 5)
+    capped = allocate_questions(curves, {"flat": 300, "steep": 40, "mild": 300}, 120)
+    assert capped["steep"] == 39  # a task keeps one question unrun
+
+
+def test_error_curve_recovers_sampling_error():
+    """The sample mean of n random questions has error ~ p(1-p)/n: a ~ 0, b ~ E p(1-p)."""
     rng = np.random.default_rng(0)
-    ability = rng.normal(size=80)
-    # Task "a" is noisy per question (p near 0.5); task "b" is almost all-correct (low
-    # variance): a's score is the harder one to pin down and gets more questions.
-    a = (rng.random((80, 400)) < 1 / (1 + np.exp(-0.3 * ability[:, None]))).astype(float)
-    b = (rng.random((80, 400)) < 0.97).astype(float)
-    alloc = allocate_questions({"a": a, "b": b}, 120)
-    assert sum(alloc.values()) == 120 and min(alloc.values()) >= 10
-    assert alloc["a"] > alloc["b"]
-    with pytest.raises(ValueError, match="between 20"):
-        allocate_questions({"a": a, "b": b}, 5)
+    source = (rng.random((200, 2000)) < rng.uniform(0.2, 0.8, (200, 1))).astype(float)
 
+    def sample_mean(train, test, n, rng):
+        return test[:, rng.choice(test.shape[1], n, replace=False)].mean(axis=1)
 
-def test_allocation_gives_fewer_questions_to_a_task_the_others_predict():
-    rng = np.random.default_rng(1)
-    ability = rng.normal(size=100)
-    p = 1 / (1 + np.exp(-ability[:, None]))
-    # "twin" measures the same skill as "base"; "other" an independent skill.
-    base = (rng.random((100, 300)) < p).astype(float)
-    twin = (rng.random((100, 300)) < p).astype(float)
-    other = (rng.random((100, 300)) < 1 / (1 + np.exp(-rng.normal(size=(100, 1))))).astype(
-        float)
-    alone = allocate_questions({"base": base, "other": other}, 100)
-    paired = allocate_questions({"base": base, "twin": twin, "other": other}, 150)
-    assert paired["other"] > paired["base"] and paired["other"] > paired["twin"]
-    assert alone["other"] == pytest.approx(alone["base"], abs=15)
+    a, b = error_curve(source, sample_mean)
+    expected = np.mean(source.mean(1) * (1 - source.mean(1)))
+    assert a < 0.2 * expected / 10 and b == pytest.approx(expected, rel=0.35)
 
 
 def test_plan_questions_with_a_total_budget():

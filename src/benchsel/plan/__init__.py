@@ -34,7 +34,7 @@ from ..io import write_json_atomic
 from ..matrix import DataWarning, ScoreMatrix, _short_list
 from ._format import FORMAT, FORMAT_VERSION, decode_array, encode_array, fingerprint
 from ._format import read_plan_json as _read_plan_json
-from .allocation import MIN_PER_TASK, allocate_questions
+from .allocation import MIN_PER_TASK, allocate_questions, error_curve
 
 __all__ = [
     "Plan",
@@ -44,6 +44,7 @@ __all__ = [
     "plan_questions",
     "plan_mixed",
     "allocate_questions",
+    "error_curve",
     "MIN_PER_TASK",
 ]
 
@@ -310,7 +311,8 @@ class TaskPlan:
         return part
 
 
-def _fit_method(name: str, values: np.ndarray, n: int, seed: int):
+def _fit_method(name: str, values: np.ndarray, n: int, seed):
+    """A fitted question-level method; ``seed`` is an int or a Generator."""
     from ..coreset.methods import make_method
 
     return make_method(name).fit(values, n, np.random.default_rng(seed))
@@ -359,9 +361,8 @@ def plan_questions(
         Questions per task: a count, a percentage such as ``"5%"``, or one
         per task. Exactly one of ``n`` and ``total``.
     total : int, optional
-        A question budget spread over the tasks by
-        :func:`~benchsel.plan.allocation.allocate_questions` (the same source
-        models must cover every task).
+        A question budget spread over the tasks where the method's measured
+        error falls most (:mod:`benchsel.plan.allocation`).
     method : str, default "default"
         Question-level method (see :func:`benchsel.coreset.methods.make_method`).
     seed : int, default 0
@@ -388,17 +389,17 @@ def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
         if np.isnan(scores.values).any():
             raise ValueError(f"task {task!r}: source scores must be complete (no missing "
                              "question) to plan on them")
+    name = DEFAULT_METHOD if method == "default" else method
     if total is not None:
-        common = sorted(set.intersection(*(set(s.models) for s in tasks.values())))
-        sources = {t: s.subset(models=[s.models.index(m) for m in common]).values
-                   for t, s in tasks.items()}
-        if len(common) < 3:
-            raise ValueError("a total budget needs at least 3 source models that ran every task")
-        sizes = allocate_questions(sources, int(total))
+        def fit_predict(train, test, size, rng):
+            fitted = _fit_method(name, train, size, rng)
+            return fitted.predict(test[:, fitted.selected_])[0]
+
+        curves = {t: error_curve(s.values, fit_predict, seed=seed) for t, s in tasks.items()}
+        sizes = allocate_questions(curves, {t: s.n_items for t, s in tasks.items()}, int(total))
     else:
         sizes = {t: resolve_n(n[t] if isinstance(n, Mapping) else n, s.n_items)
                  for t, s in tasks.items()}
-    name = DEFAULT_METHOD if method == "default" else method
     parts = {}
     for i, (task, scores) in enumerate(tasks.items()):
         doc_ids = np.array([_doc_id(item, task) for item in scores.items], dtype=np.int64)
