@@ -164,6 +164,11 @@ def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
         true = truth.values[0, truth.items.index(column)]
         assert 0 <= got[task]["low"] <= true <= got[task]["high"] <= 1
 
+    # The sample logs themselves as --observed: the same predictions.
+    logs = sorted((new / "new-model").glob("samples_*.jsonl"))
+    again = cli_json(capsys, "predict", "--plan", plan, "--observed", *logs, "--json")
+    assert again["predictions"] == out["predictions"]
+
     # The full run given as observed: every planned question is there, the score is known.
     out = cli_json(capsys, "predict", "--plan", plan, "--observed", full, "--json")
     assert out["predictions"] == []

@@ -233,3 +233,57 @@ def test_mixed_plan_feeds_task_estimates_into_the_leaderboard_model(tmp_path):
     assert np.all(pred.std[:, j] > 0) and np.median(err) < 0.05
     # Combining with the leaderboard can only shrink the sampled tasks' variance.
     assert np.all(pred.std[:, 0] <= alone.std[:, 0] + 1e-12)
+
+
+def test_cli_plan_and_predict_usage_errors(tmp_path, capsys):
+    from benchsel.cli import main
+
+    plan = tmp_path / "p.json"
+    assert main(["plan", "helm_lite", "-k", "2", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    for argv, message in (
+        (["predict", "--observed", "GSM8K=0.5"], "exactly one of them"),
+        (["predict", "helm_lite", "--plan", str(plan), "--observed", "GSM8K=0.5"],
+         "exactly one of them"),
+        (["predict", "--plan", str(plan), "--bounds", "0,1", "--observed", "GSM8K=0.5"],
+         "a plan carries its bounds"),
+        (["plan", "helm_lite", "-k", "2", "-n", "5", "-o", str(tmp_path / "q.json")],
+         "-n belongs to --level questions"),
+        (["plan", "helm_lite", "--level", "questions", "-k", "2", "-o",
+          str(tmp_path / "q.json")], "-k belongs to --level benchmarks or mixed"),
+        (["plan", "helm_lite", "--level", "mixed", "-k", "2", "-o", str(tmp_path / "q.json")],
+         "needs DATA to be a folder of lm-eval runs"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "q.json").exists()
+    # The plan is never written over an input.
+    costs = tmp_path / "costs.csv"
+    text = "".join(f"{name},1\n" for name in load_dataset("helm_lite").items)
+    costs.write_text(text)
+    assert main(["plan", "helm_lite", "-k", "2", "--costs", str(costs), "-o", str(costs)]) == 1
+    assert "refusing to overwrite an input file" in capsys.readouterr().err
+    assert costs.read_text() == text
+
+
+def test_cli_predict_csv_is_the_filled_in_leaderboard(tmp_path, capsys):
+    from benchsel.cli import main
+
+    plan = tmp_path / "p.json"
+    assert main(["plan", "helm_lite", "-k", "2", "-o", str(plan)]) == 0
+    chosen = Plan.load(plan).run_in_full
+    out = tmp_path / "filled.csv"
+    observed = ",".join(f"{name}=0.5" for name in chosen)
+    assert main(["predict", "--plan", str(plan), "--observed", observed, "--format", "csv",
+                 "-o", str(out)]) == 0
+    import csv
+
+    rows = list(csv.reader(out.open()))
+    items = load_dataset("helm_lite").items
+    assert rows[0] == ["model", *[c for item in items for c in (item, f"{item} std")]]
+    cells = dict(zip(rows[0], rows[1]))
+    for name in chosen:
+        assert float(cells[name]) == 0.5 and float(cells[f"{name} std"]) == 0.0
+    assert all(0 <= float(cells[i]) <= 1 for i in items)

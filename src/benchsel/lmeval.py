@@ -350,7 +350,7 @@ def _as_number(value) -> float | None:
     return None  # lm-eval writes "N/A" for metrics a task does not have
 
 
-def _read_results_file(path: Path, date: str) -> tuple[str, list[TaskRun], dict]:
+def _read_results_file(path: Path, date: str) -> tuple[list[TaskRun], dict]:
     data = _load_json(path)
     if data is None or not isinstance(data.get("results"), dict):
         raise ValueError(f"{path}: not an lm-eval results file (no 'results' object)")
@@ -374,7 +374,7 @@ def _read_results_file(path: Path, date: str) -> tuple[str, list[TaskRun], dict]
             n_original=count.get("original"), n_effective=count.get("effective"),
             results_file=path,
         ))
-    return model, runs, groups
+    return runs, groups
 
 
 def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
@@ -401,6 +401,9 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such file or folder of lm-eval output")
         found = sorted(p.rglob("*")) if p.is_dir() else [p]
+        if (m := _SAMPLES.match(p.name)) and p.is_file():
+            # A sample log given alone: its run's results file sits beside it.
+            found += sorted(p.parent.glob(f"*_{m.group('date')}.json"))
         for f in found:
             if not f.is_file():
                 continue
@@ -408,21 +411,20 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
                 samples.append((f, m.group("task"), m.group("date")))
             elif (m := _RESULTS.match(f.name)):
                 results.append((f, m.group("date")))
+    results = list(dict.fromkeys(results))
+    samples = list(dict.fromkeys(samples))
     source = ", ".join(str(p) for p in paths)
     out = LmEvalRuns(source=source)
     logs = {(f.parent, task, date): f for f, task, date in samples}
     all_runs = []
     for f, date in results:
-        data_runs = _read_results_file(f, date)
-        model, runs, groups = data_runs
+        runs, groups = _read_results_file(f, date)
         out.groups.update(groups)
         for run in runs:
             run.samples_file = logs.pop((f.parent, run.task, date), None)
         all_runs.extend(runs)
     for (folder, task, date), f in logs.items():
         # A log whose results file is missing (or was not given): one run of the folder's model.
-        if any(f == r for r, _ in results):
-            continue
         all_runs.append(TaskRun(model=folder.name, task=task, date=date, scores={},
                                 primary=None, filters=[], n_original=None, n_effective=None,
                                 results_file=f, samples_file=f))
