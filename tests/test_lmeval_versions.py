@@ -96,3 +96,29 @@ def test_cli_reads_old_layouts(version_dir, capsys, tmp_path):
                  "--emit-lm-eval-samples", "bs_gen", str(samples)]) == 0
     docs = json.loads(samples.read_text())["bs_gen"]
     assert len(docs) == 3 and set(docs) <= set(range(6))
+
+
+def test_plan_and_predict_on_old_layouts(version_dir, capsys, tmp_path):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", str(version_dir / "runs"), "-k", "1", "--exclude", "bs_gen",
+                 "--covariance", "pairwise", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    # fake-10 ran bs_mc_a and bs_mc_b in two runs; bs_gen is predicted.
+    assert main(["predict", "--plan", str(plan), "--observed", str(version_dir / "tworuns"),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"] == "fake-10"
+    assert [p["benchmark"] for p in out["predictions"]] == ["bs_gen/exact_match,strict"]
+    # Question level: a full run of the planned task is read by doc id (0.4.5 logs carry
+    # no filter key: the filter comes from the line's position).
+    assert main(["plan", str(version_dir / "runs"), "--level", "questions", "--lm-eval-task",
+                 "bs_gen", "--lm-eval-filter", "flex", "-n", "3", "--method",
+                 "random-sampling", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--plan", str(plan), "--observed", str(version_dir / "nested"),
+                 "--format", "csv"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    flex = read_sample_scores(read_lm_eval(version_dir / "nested").run("fake-08", "bs_gen"),
+                              filter="flex")
+    assert header == "model,bs_gen,bs_gen std"
+    assert row.split(",")[1:] == [repr(float(np.mean(list(flex.values())))), "0.0"]
