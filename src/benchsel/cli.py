@@ -101,7 +101,7 @@ def _emit_text(args, text: str) -> None:
 
 
 class _UsageError(ValueError):
-    """A usage error found after parsing (exit code 2)."""
+                  """A usage error found after parsing (exit code 2)."""
 
 
 def _inputs(args) -> list:
@@ -228,32 +228,10 @@ def cmd_select(args) -> int:
 
 def cmd_predict(args) -> int:
     if (args.plan is None) == (args.data is None):
-        raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted already), "
-                     "exactly one of them")
+        raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted "
+                          "already), exactly one of them")
     if args.plan is not None:
-        if args.bounds != "infer":
-            raise _UsageError("a plan carries its bounds: set them with 'benchsel plan "
-                              "--bounds', not at predict time")
-        plan = load_plan(args.plan)
-        if plan.level in ("questions", "mixed") and args.method != "gaussian":
-            raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
-                         "plan predicts with the methods it was made with")
-        if plan.level == "questions":
-            observed = _observed_questions(plan, args.observed)
-            pred = plan.predict_questions(observed, level=args.level)
-        elif plan.level == "mixed":
-            observed = _observed_questions(plan, args.observed)
-            full = None
-            if any(not r.partial and r.scores for r in read_lm_eval(args.observed).runs.values()):
-                with warnings.catch_warnings():
-                    # The sampled tasks' runs are partial by design.
-                    warnings.filterwarnings("ignore", ".*partial run", DataWarning)
-                    full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
-            pred = plan.predict_mixed(full, observed, level=args.level)
-        else:
-            observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
-            pred = plan.predict_benchmarks(observed, level=args.level, method=args.method)
-        level = plan.level
+        pred, level = _predict_from_plan(args)
     else:
         scores = _load(args)
         model = _fit(args, scores)
@@ -286,6 +264,30 @@ def cmd_predict(args) -> int:
         )
     _emit(args, payload, "\n\n".join(blocks))
     return 0
+
+
+def _predict_from_plan(args):
+    """(Prediction, plan level) of ``predict --plan``."""
+    if args.bounds != "infer":
+        raise _UsageError("a plan carries its bounds: set them with 'benchsel plan --bounds', "
+                          "not at predict time")
+    plan = load_plan(args.plan)
+    if plan.level != "benchmarks" and args.method != "gaussian":
+        raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
+                          "plan predicts with the methods it was made with")
+    if plan.level == "benchmarks":
+        observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+        return plan.predict_benchmarks(observed, level=args.level, method=args.method), "benchmarks"
+    questions = _observed_questions(plan, args.observed)
+    if plan.level == "questions":
+        return plan.predict_questions(questions, level=args.level), "questions"
+    full = None
+    if any(not r.partial and r.scores for r in read_lm_eval(args.observed).runs.values()):
+        with warnings.catch_warnings():
+            # The sampled tasks' runs are partial by design.
+            warnings.filterwarnings("ignore", ".*partial run", DataWarning)
+            full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+    return plan.predict_mixed(full, questions, level=args.level), "mixed"
 
 
 def _observed_benchmarks(specs: list[str], items):
@@ -377,7 +379,7 @@ def cmd_plan(args) -> int:
                 raise _UsageError(f"{flag} belongs to --level questions")
         if args.method != "default":
             raise _UsageError("--method belongs to --level questions (benchmarks are selected by "
-                         "--objective)")
+                              "--objective)")
         scores = _load(args)
         costs = read_costs(args.costs) if args.costs else None
         if args.budget is not None and costs is None:
@@ -398,7 +400,7 @@ def cmd_plan(args) -> int:
                     raise _UsageError(f"{flag} belongs to --level benchmarks or mixed")
         if args.n is not None and args.total is not None:
             raise _UsageError("give -n (questions per task) or --total (spread over the tasks), "
-                         "not both")
+                              "not both")
         sources, metrics, filters = _question_sources(args)
         questions = dict(n=None if args.total is not None else (args.n or "50"),
                          total=args.total, method=args.method, seed=args.seed,
@@ -408,10 +410,10 @@ def cmd_plan(args) -> int:
         else:
             if not _is_lm_eval(args.data):
                 raise _UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
-                             "runs give the leaderboard, sample logs the questions)")
+                                  "runs give the leaderboard, sample logs the questions)")
             if args.include:
                 raise _UsageError("--include does not apply to --level mixed: the sampled tasks "
-                             "are included")
+                                  "are included")
             costs = read_costs(args.costs) if args.costs else None
             board = read_lm_eval(args.data).leaderboard(
                 metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
@@ -456,7 +458,7 @@ def _question_sources(args):
         tasks = _names(args.lm_eval_task)
         if not tasks:
             raise _UsageError("--lm-eval-task T1,T2,... names the tasks to plan (DATA is a folder "
-                         "of lm-eval runs)")
+                              "of lm-eval runs)")
         runs = read_lm_eval(args.data)
         runs.check_tasks(tasks)
         metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
