@@ -273,6 +273,7 @@ def test_cli_predict_csv_is_the_filled_in_leaderboard(tmp_path, capsys):
 
     plan = tmp_path / "p.json"
     assert main(["plan", "helm_lite", "-k", "2", "-o", str(plan)]) == 0
+    assert Plan.load(plan).command == f"benchsel plan helm_lite -k 2 -o {plan}"
     chosen = Plan.load(plan).run_in_full
     out = tmp_path / "filled.csv"
     observed = ",".join(f"{name}=0.5" for name in chosen)

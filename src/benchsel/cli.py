@@ -370,7 +370,9 @@ def _prediction_csv(pred) -> str:
 
 
 def cmd_plan(args) -> int:
-    command = "benchsel " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
+    import shlex
+
+    command = "benchsel " + shlex.join(args.argv)
     if args.level == "benchmarks":
         for flag, value in (("-n", args.n), ("--total", args.total),
                             ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
@@ -989,7 +991,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = parser.parse_args(argv)
+    args.argv = argv  # recorded in plans
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
