@@ -231,7 +231,8 @@ def test_observed_results_file_errors_name_the_file_not_the_dict(lm_eval_runs, t
     results = next((lm_eval_runs.runs / "fake-00").glob("results_*.json"))
     assert main(["predict", "--plan", str(plan), "--observed", str(results)]) == 1
     err = capsys.readouterr().err
-    assert "unknown benchmark name(s)" in err and "'results'" not in err and len(err) < 3000
+    assert f"--observed {results}: none of its scores" in err and "GSM8K" in err
+    assert "'results'" not in err and len(err) < 3000
 
 
 def test_answers_are_matched_by_doc_id_not_by_log_order(lm_eval_runs, tmp_path, capsys):

@@ -53,11 +53,7 @@ def _item_names(text: str | None, items) -> list[str]:
     while they form a known name, and a bare task name stands for its one
     column. Unknown names pass through (the model rejects them by name).
     """
-    known = set(items)
-    by_task: dict[str, list[str]] = {}
-    for item in items:
-        if "/" in item:
-            by_task.setdefault(item.split("/", 1)[0], []).append(item)
+    known, by_task = set(items), _task_columns(items)
     pieces, out, i = _names(text), [], 0
     while i < len(pieces):
         for j in range(len(pieces), i, -1):
@@ -149,7 +145,8 @@ def _task_questions(runs, task: str, args):
     """Complete runs of ``task`` as models x questions; partial runs are named and left out."""
     runs.check_tasks([task])
     complete = runs.complete_models(task)
-    partial = [m for (m, t), r in runs.runs.items() if t == task and r.partial]
+    partial = [m for (m, t), r in runs.runs.items()
+               if t == task and r.partial and (m, t) not in runs.full_runs]
     if partial:
         warnings.warn(
             f"{runs.source}: left out {len(partial)} partial run(s) of {task!r} (fewer "
@@ -293,23 +290,72 @@ def _predict_from_plan(args):
 def _observed_benchmarks(specs: list[str], items):
     """``--observed`` for benchmark-level prediction: pairs, a file, or lm-eval output.
 
-    lm-eval columns ``<task>/<metric>,<filter>`` are matched to the model's
-    items by that full name, or by the task name alone.
+    A bare task name stands for the model's one ``<task>/<metric>,<filter>``
+    column. lm-eval output is read with the metric and filter the model's
+    columns name; scores of tasks the model does not cover are left out with
+    a warning.
     """
     if len(specs) == 1 and not _is_lm_eval_output(specs[0]):
-        return parse_observed(specs[0])
+        observed = parse_observed(specs[0])
+        if isinstance(observed, dict):
+            return dict(zip(_as_items(list(observed), items), observed.values()))
+        return observed._replace(items=_as_items(list(observed.items), items))
     for spec in specs:
         if not _is_lm_eval_output(spec):
             raise ValueError(f"--observed {spec}: several --observed values must all be "
                              "lm-eval output (folders, results_<date>.json, sample logs)")
-    board = read_lm_eval(specs).leaderboard()
+    metric, filt = {}, {}
+    for item in items:
+        task, _, key = item.partition("/")
+        if "," in key:
+            metric[task], filt[task] = key.split(",", 1)
+    board = read_lm_eval(specs).leaderboard(metric=metric, filter=filt)
+    renamed = _as_items(list(board.items), items)
     known = set(items)
-    renamed = [c if c in known else c.split("/", 1)[0] if c.split("/", 1)[0] in known else c
-               for c in board.items]
+    extra = [c for c in renamed if c not in known]
+    if len(extra) == len(renamed):
+        raise ValueError(
+            f"--observed {' '.join(specs)}: none of its scores ({', '.join(extra)}) is a "
+            f"benchmark of the model; its benchmarks are {_short_names(items)}")
+    if extra:
+        warnings.warn(f"--observed: ignoring scores of {', '.join(extra)}: not benchmarks of "
+                      "the model", DataWarning, stacklevel=2)
+        board = board.subset(items=[j for j, c in enumerate(renamed) if c in known])
+        renamed = [c for c in renamed if c in known]
     if len(set(renamed)) != len(renamed):
         raise ValueError(f"--observed: two lm-eval scores map to the same benchmark "
                          f"({', '.join(board.items)}); choose one with --lm-eval-metric")
     return board._replace(items=renamed)
+
+
+def _short_names(items, limit: int = 20) -> str:
+    items = list(items)
+    return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)"
+                                       if len(items) > limit else "")
+
+
+def _task_columns(items) -> dict[str, list[str]]:
+    """Task -> its ``<task>/...`` columns (lm-eval leaderboards)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        if "/" in item:
+            out.setdefault(item.split("/", 1)[0], []).append(item)
+    return out
+
+
+def _as_items(names: list[str], items) -> list[str]:
+    """``names`` with each unknown one that is a task (or ``task/...``) of exactly one item
+    renamed to that item."""
+    known, by_task = set(items), _task_columns(items)
+    out = []
+    for name in names:
+        task = name.split("/", 1)[0]
+        if name not in known and len(by_task.get(task, ())) == 1:
+            name = by_task[task][0]
+        elif name not in known and task in known:
+            name = task  # a leaderboard named by bare tasks, lm-eval columns observed
+        out.append(name)
+    return out
 
 
 def _is_lm_eval_output(spec: str) -> bool:

@@ -508,13 +508,25 @@ def write_text_atomic(
     Parameters
     ----------
     protect : iterable of path-like, optional
-        Input files that must never be overwritten; writing to one of them
-        is an error.
+        Input files that must never be overwritten, and input folders that
+        must not be written into; either is an error. A target that exists
+        and is not a regular file (``/dev/null``) is written to, not
+        replaced.
     """
     path = Path(path)
     for other in protect or ():
-        if other is not None and Path(other).exists() and path.exists() and path.samefile(other):
+        if other is None or not Path(other).exists():
+            continue
+        other = Path(other)
+        if path.exists() and path.samefile(other):
             raise ValueError(f"{path}: refusing to overwrite an input file")
+        if other.is_dir() and path.resolve().is_relative_to(other.resolve()):
+            raise ValueError(f"{path}: refusing to write inside the input folder {other}")
+    if path.exists() and not path.is_file():
+        # A device or pipe (/dev/null, /dev/stdout): write to it, never replace it.
+        with path.open("w") as fh:
+            fh.write(text)
+        return
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:

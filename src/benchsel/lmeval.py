@@ -115,15 +115,21 @@ class LmEvalRuns:
     source : str
         What was read (for messages).
     runs : dict
-        ``(model, task) -> TaskRun``, the latest run of each task per model.
+        ``(model, task) -> TaskRun``, the latest run of each task per model
+        (what a new model's output is read as).
+    full_runs : dict
+        ``(model, task) -> TaskRun``, the latest run of the whole task (what a
+        leaderboard or a question-level source is built from: a later
+        ``--limit`` or ``--samples`` run does not hide an earlier full one).
     superseded : list of TaskRun
-        Earlier runs of the same (model, task), replaced by a later one.
+        Earlier runs of the same (model, task) that neither of the above uses.
     groups : dict
         Group name -> member tasks (groups are aggregates, never leaf tasks).
     """
 
     source: str
     runs: dict = field(default_factory=dict)
+    full_runs: dict = field(default_factory=dict)
     superseded: list = field(default_factory=list)
     groups: dict = field(default_factory=dict)
 
@@ -191,6 +197,7 @@ class LmEvalRuns:
         for (model, task), run in self.runs.items():
             if model not in wanted:
                 continue
+            run = self.full_runs.get((model, task), run)
             key = self._score_key(run, metric, filter)
             if key is None:
                 continue
@@ -263,7 +270,7 @@ class LmEvalRuns:
         wanted = list(models) if models is not None else self.models
         per_model: dict[str, dict[int, float]] = {}
         for model in wanted:
-            run = self.runs.get((model, task))
+            run = self.full_runs.get((model, task)) or self.runs.get((model, task))
             if run is None or run.samples_file is None:
                 continue
             per_model[model] = read_sample_scores(run, metric=metric, filter=filter)
@@ -283,8 +290,8 @@ class LmEvalRuns:
 
     def complete_models(self, task: str) -> list[str]:
         """Models whose run of ``task`` covered every document, with sample logs."""
-        return [m for (m, t), run in self.runs.items()
-                if t == task and not run.partial and run.samples_file is not None]
+        return [m for (m, t), run in self.full_runs.items()
+                if t == task and run.samples_file is not None]
 
 
 def _metric_keys(scores: Mapping) -> list[str]:
@@ -435,9 +442,11 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
         )
     for run in sorted(all_runs, key=lambda r: r.date):
         key = (run.model, run.task)
-        if key in out.runs:
-            out.superseded.append(out.runs[key])
         out.runs[key] = run
+        if not run.partial:
+            out.full_runs[key] = run
+    used = {id(r) for r in (*out.runs.values(), *out.full_runs.values())}
+    out.superseded = [r for r in all_runs if id(r) not in used]
     if out.superseded:
         warnings.warn(
             f"{source}: {len(out.superseded)} earlier run(s) replaced by a later run of the "

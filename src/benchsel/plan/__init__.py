@@ -301,7 +301,8 @@ class TaskPlan:
             part = cls(task=task, metric=obj["metric"], filter=obj["filter"],
                        doc_ids=np.asarray(obj["doc_ids"], dtype=np.int64),
                        source=_matrix_from_json(obj["source"], f"{where}.source"),
-                       method=str(obj["method"]), n=int(obj["n"]), seed=int(obj["seed"]),
+                       method=str(obj["method"]), n=_whole(obj["n"], "n"),
+                       seed=_whole(obj["seed"], "seed"),
                        selected=[int(d) for d in obj["selected"]],
                        check=decode_array(obj["check"], f"{where}.check"))
         except (KeyError, TypeError) as err:
@@ -309,6 +310,23 @@ class TaskPlan:
         if part.source.n_items != len(part.doc_ids) or len(part.selected) != part.n:
             raise ValueError(f"{where}: doc ids, source columns and selection disagree")
         return part
+
+
+_MIN_MODELS_FOR_TOTAL = 5  # three 75/25 splits need a few models on each side
+
+
+def _for_task(task: str, func, *args, **kwargs):
+    """``func(*args, **kwargs)``, its ValueError naming the task it was about."""
+    try:
+        return func(*args, **kwargs)
+    except ValueError as err:
+        raise ValueError(f"task {task!r}: {err}") from None
+
+
+def _whole(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number; got {value!r}")
+    return value
 
 
 def _fit_method(name: str, values: np.ndarray, n: int, seed):
@@ -386,19 +404,31 @@ def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
     if (n is None) == (total is None):
         raise ValueError("give exactly one of n (per task) and total (spread over tasks)")
     for task, scores in tasks.items():
-        if np.isnan(scores.values).any():
-            raise ValueError(f"task {task!r}: source scores must be complete (no missing "
-                             "question) to plan on them")
+        missing = np.isnan(scores.values)
+        if missing.any():
+            i, j = np.argwhere(missing)[0]
+            raise ValueError(
+                f"task {task!r}: source scores must be complete to plan on them; model "
+                f"{scores.models[i]!r} has no score for {scores.items[j]!r} "
+                f"({int(missing.sum())} missing in all)")
     name = DEFAULT_METHOD if method == "default" else method
     if total is not None:
+        small = [t for t, s in tasks.items() if s.n_models < _MIN_MODELS_FOR_TOTAL]
+        if small:
+            raise ValueError(
+                f"--total measures each task's error on held-out source models and needs at "
+                f"least {_MIN_MODELS_FOR_TOTAL}; task(s) {_short_list(small)} have fewer "
+                "(give -n per task instead)")
+
         def fit_predict(train, test, size, rng):
             fitted = _fit_method(name, train, size, rng)
             return fitted.predict(test[:, fitted.selected_])[0]
 
-        curves = {t: error_curve(s.values, fit_predict, seed=seed) for t, s in tasks.items()}
+        curves = {t: _for_task(t, error_curve, s.values, fit_predict, seed=seed)
+                  for t, s in tasks.items()}
         sizes = allocate_questions(curves, {t: s.n_items for t, s in tasks.items()}, int(total))
     else:
-        sizes = {t: resolve_n(n[t] if isinstance(n, Mapping) else n, s.n_items)
+        sizes = {t: _for_task(t, resolve_n, n[t] if isinstance(n, Mapping) else n, s.n_items)
                  for t, s in tasks.items()}
     parts = {}
     for i, (task, scores) in enumerate(tasks.items()):
@@ -406,7 +436,7 @@ def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
         order = np.argsort(doc_ids, kind="stable")
         scores = scores.subset(items=order)
         doc_ids = doc_ids[order]
-        fitted = _fit_method(name, scores.values, sizes[task], seed + i)
+        fitted = _for_task(task, _fit_method, name, scores.values, sizes[task], seed + i)
         parts[task] = TaskPlan(
             task=task, metric=(metrics or {}).get(task), filter=(filters or {}).get(task),
             doc_ids=doc_ids, source=scores, method=name, n=sizes[task], seed=seed + i,
@@ -457,6 +487,9 @@ def plan_mixed(
         of the selection and ``GaussianModel`` options, as in
         :func:`plan_benchmarks`.
     """
+    if select_and_model_options.get("transform", "none") != "none":
+        raise ValueError("a mixed plan conditions on sampled task scores with their standard "
+                         "errors, which works on raw scores only: use no --transform")
     missing = [t for t in tasks if columns.get(t) not in board.items]
     if missing:
         raise ValueError(f"task(s) {_short_list(missing)} have no column in the leaderboard; "
@@ -569,14 +602,22 @@ class Plan:
     def load(cls, path: str | os.PathLike) -> Plan:
         """Read a plan, checking its format, version and source fingerprints."""
         obj = _read_plan_json(path)
-        where = str(path)
+        try:
+            return cls._from_json(obj, str(path))
+        except (ValueError, TypeError, AttributeError) as err:
+            text = str(err)
+            raise ValueError(text if text.startswith(str(path)) else f"{path}: {text}") from None
+
+    @classmethod
+    def _from_json(cls, obj: dict, where: str) -> Plan:
+        for key, kind in (("tasks", dict), ("columns", dict), ("seed", int)):
+            if key in obj and not isinstance(obj[key], kind):
+                raise ValueError(f"{where}: {key!r} must be a JSON {kind.__name__}")
         level = obj.get("level")
         if level not in LEVELS:
             raise ValueError(f"{where}: level {level!r}; expected one of {', '.join(LEVELS)}")
         bench = obj.get("benchmarks")
         tasks = obj.get("tasks") or {}
-        if not isinstance(tasks, dict):
-            raise ValueError(f"{where}: 'tasks' must be an object of task plans")
         return cls(
             level=level,
             benchmarks=None if bench is None else BenchmarkPlan.from_json(
@@ -642,6 +683,16 @@ class Plan:
         """
         if self.level != "mixed":
             raise ValueError(f"this is a {self.level}-level plan, not a mixed one")
+        if full is not None:
+            absent = [m for m in full.models if m not in questions]
+            if absent:
+                raise ValueError(
+                    f"{_short_list(absent)}: no run of the plan's sampled task(s) "
+                    f"{_short_list(self.tasks)}; run lm-eval with the plan's --samples file")
+            unknown = [c for c in full.items if c not in self.benchmarks.source.items]
+            if unknown:
+                raise ValueError(f"full-task scores of {_short_list(unknown)}, which the plan's "
+                                 "leaderboard does not have")
         estimates = self._task_estimates(questions, level)
         model = self.benchmarks.model()
         items = list(model.items_)
@@ -651,7 +702,7 @@ class Plan:
             if full is not None and name in full.models:
                 row = full.values[full.models.index(name)]
                 for j, item in enumerate(full.items):
-                    if item in items and not np.isnan(row[j]):
+                    if not np.isnan(row[j]):
                         x[i, items.index(item)] = row[j]
             for j, task in enumerate(estimates.items):
                 col = items.index(self.columns[task])

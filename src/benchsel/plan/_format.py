@@ -1,7 +1,7 @@
 """The plan file: versioned JSON, arrays inline, no pickles.
 
 A plan is one JSON object. Arrays sit inline as
-``{"dtype": ..., "shape": [...], "encoding": ..., "data": "<base64>"}``:
+``{"shape": [...], "encoding": ..., "data": "<base64>"}``:
 ``bits`` (0/1 matrices, packed eight to a byte) or ``float64-zlib``
 (little-endian float64, NaN for a missing cell, zlib-compressed), so that a
 plan of a 500-question task stays a few kilobytes and the file is one thing to
@@ -75,7 +75,7 @@ def fingerprint(models, items, values: np.ndarray) -> str:
     """sha256 of a score matrix: names and values (NaN as one canonical pattern)."""
     h = hashlib.sha256()
     h.update(json.dumps([list(map(str, models)), list(map(str, items))]).encode())
-    v = np.asarray(values, dtype="<f8").copy()
+    v = np.asarray(values, dtype="<f8") + 0.0  # a copy, with -0.0 as +0.0
     v[np.isnan(v)] = np.nan  # one bit pattern for every missing cell
     h.update(v.tobytes())
     return "sha256:" + h.hexdigest()
