@@ -8,6 +8,7 @@ tests/test_lmeval_versions.py.
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,19 +160,23 @@ def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
     out = cli_json(capsys, "predict", "--plan", plan, "--observed", new, "--json")
     assert out["model"] == "new-model"
     got = {p["benchmark"]: p for p in out["predictions"]}
-    assert set(got) == {"bs_mc_a", "bs_gen"}
+    assert set(got) == {"bs_mc_a", "bs_gen"} and not any(p["observed"] for p in got.values())
     for task, column in (("bs_mc_a", "bs_mc_a/acc,none"), ("bs_gen", "bs_gen/exact_match,strict")):
         true = truth.values[0, truth.items.index(column)]
         assert 0 <= got[task]["low"] <= true <= got[task]["high"] <= 1
 
     # The sample logs themselves as --observed: the same predictions.
     logs = sorted((new / "new-model").glob("samples_*.jsonl"))
-    again = cli_json(capsys, "predict", "--plan", plan, "--observed", *logs, "--json")
+    again = cli_json(capsys, "predict", "--plan", plan,
+                     *[a for log in logs for a in ("--observed", log)], "--json")
     assert again["predictions"] == out["predictions"]
 
     # The full run given as observed: every planned question is there, the score is known.
     out = cli_json(capsys, "predict", "--plan", plan, "--observed", full, "--json")
-    assert out["predictions"] == []
+    got = {p["benchmark"]: p for p in out["predictions"]}
+    assert all(p["observed"] and p["std"] == 0 for p in got.values())
+    assert got["bs_mc_a"]["mean"] == pytest.approx(
+        truth.values[0, truth.items.index("bs_mc_a/acc,none")])
     csv = tmp_path / "filled.csv"
     assert main(["predict", "--plan", str(plan), "--observed", str(new), "--format", "csv",
                  "-o", str(csv)]) == 0
@@ -266,3 +271,73 @@ def test_cli_metric_and_filter_per_task(lm_eval_runs, capsys):
                  "bs_gen=f1"]) == 1
     err = capsys.readouterr().err
     assert "task 'bs_gen' has no score 'f1'" in err and "--lm-eval-metric" in err
+
+
+# ----------------------------------------------------------- review findings
+def test_the_plans_metric_and_filter_are_read_at_predict_time(lm_eval_runs, tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "-k", 1, "--include", "bs_gen",
+                       "--lm-eval-filter", "bs_gen=flex", "-o", plan, "--json")
+    assert summary["run_in_full"] == ["bs_gen/exact_match,flex"]
+    new = run_new(lm_eval_runs, tmp_path / "new", "m", 0.9, ["bs_gen", "bs_mc_b"])
+    flex = read_lm_eval(new).leaderboard(filter={"bs_gen": "flex"})
+    assert main(["predict", "--plan", str(plan), "--observed", str(new), "--format",
+                 "csv"]) == 0
+    import csv
+
+    header, row = csv.reader(capsys.readouterr().out.splitlines())
+    cells = dict(zip(header, row))
+    assert float(cells["bs_gen/exact_match,flex"]) == pytest.approx(flex.values[0, 0])
+    assert float(cells["bs_gen/exact_match,flex std"]) == 0.0
+    # A bare task name stands for the plan's column of that task.
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", "bs_gen=0.5", "--json")
+    assert "bs_gen/exact_match,flex" not in {p["benchmark"] for p in out["predictions"]}
+
+
+def test_mixed_plan_uses_full_runs_and_refuses_models_without_the_sampled_tasks(
+        lm_eval_runs, tmp_path, capsys):
+    plan, samples = tmp_path / "plan.json", tmp_path / "s.json"
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "mixed", "-k", 1, "--include",
+             "bs_gen", "--lm-eval-filter", "bs_gen=flex", "--lm-eval-task", "bs_mc_a", "-n", 10,
+             "-o", plan, "--emit-lm-eval-samples", samples, "--json")
+    capsys.readouterr()
+    new = run_new(lm_eval_runs, tmp_path / "new", "m", 0.9, ["bs_gen", "bs_mc_a"],
+                  samples=samples)
+    out = cli_json(capsys, "predict", "--plan", plan, "--observed", new, "--json")
+    assert "bs_gen/exact_match,flex" not in {p["benchmark"] for p in out["predictions"]}
+    other = run_new(lm_eval_runs, tmp_path / "other", "o", 0.1, ["bs_gen"])
+    assert main(["predict", "--plan", str(plan), "--observed", str(new), "--observed",
+                 str(other)]) == 1
+    assert "'o': no run of the plan's sampled task(s) 'bs_mc_a'" in capsys.readouterr().err
+    assert main(["plan", str(lm_eval_runs.runs), "--level", "mixed", "-k", "1",
+                 "--lm-eval-task", "bs_mc_a", "--transform", "logit", "-o",
+                 str(tmp_path / "x.json")]) == 1
+    assert "use no --transform" in capsys.readouterr().err
+
+
+def test_a_later_limit_run_does_not_hide_a_full_source_run(lm_eval_runs, tmp_path):
+    runs_dir = tmp_path / "runs"
+    shutil.copytree(lm_eval_runs.runs, runs_dir)
+    run_new(lm_eval_runs, runs_dir, "fake-00", lm_eval_runs.skills["fake-00"], ["bs_mc_a"],
+            limit=5)
+    runs = read_lm_eval(runs_dir)
+    assert runs.run("fake-00", "bs_mc_a").partial and not runs.superseded
+    assert "fake-00" in runs.complete_models("bs_mc_a")
+    assert "fake-00" in runs.leaderboard().models
+
+
+def test_outputs_never_replace_inputs(lm_eval_runs, tmp_path, capsys):
+    runs_dir = tmp_path / "runs"
+    shutil.copytree(lm_eval_runs.runs, runs_dir)
+    inside = next((runs_dir / "fake-00").glob("results_*.json"))
+    before = inside.read_text()
+    assert main(["plan", str(runs_dir), "-k", "1", "-o", str(inside)]) == 1
+    assert "refusing to write inside the input folder" in capsys.readouterr().err
+    assert inside.read_text() == before
+    with pytest.raises(SystemExit):
+        main(["plan", str(runs_dir), "--level", "questions", "--lm-eval-task", "bs_mc_a",
+              "-o", str(tmp_path / "same.json"), "--emit-lm-eval-samples",
+              str(tmp_path / "same.json")])
+    assert "name the same file" in capsys.readouterr().err
+    assert main(["plan", str(runs_dir), "-k", "1", "-o", "/dev/null"]) == 0
+    assert Path("/dev/null").is_char_device()

@@ -288,3 +288,55 @@ def test_cli_predict_csv_is_the_filled_in_leaderboard(tmp_path, capsys):
     for name in chosen:
         assert float(cells[name]) == 0.5 and float(cells[f"{name} std"]) == 0.0
     assert all(0 <= float(cells[i]) <= 1 for i in items)
+
+
+def test_negative_zero_scores_still_load(tmp_path):
+    source = _task("gsm", "helm_gsm8k.npz")
+    values = source.values.copy()
+    values[values == 0] = -0.0
+    plan = plan_questions({"gsm": source._replace(values=values)}, n=10)
+    plan.save(tmp_path / "p.json")
+    assert Plan.load(tmp_path / "p.json").tasks["gsm"].selected == plan.tasks["gsm"].selected
+
+
+def test_hand_edited_plans_name_the_file(tmp_path):
+    plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=10)
+    path = tmp_path / "p.json"
+    plan.save(path)
+    obj = json.loads(path.read_text())
+    for edit, message in (
+        (lambda o: o.update(seed="abc"), "'seed' must be a JSON int"),
+        (lambda o: o.update(columns=[1, 2]), "'columns' must be a JSON dict"),
+        (lambda o: o["tasks"]["gsm"].update(n=10.7), "n must be a whole number"),
+        (lambda o: o["tasks"]["gsm"].update(doc_ids=["a"] * 1000), "could not convert|invalid"),
+        (lambda o: o.update(level="benchmarks"), "needs its benchmark part"),
+    ):
+        edited = json.loads(json.dumps(obj))
+        edit(edited)
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match=message) as info:
+            Plan.load(bad)
+        assert str(info.value).startswith(str(bad))
+
+
+def test_total_budget_needs_enough_source_models():
+    few = _task("gsm", "helm_gsm8k.npz", slice(0, 4))
+    with pytest.raises(ValueError, match="--total .* needs at least 5; task\\(s\\) 'gsm'"):
+        plan_questions({"gsm": few}, total=20)
+    assert plan_questions({"gsm": few}, n=20).tasks["gsm"].n == 20
+
+
+def test_cli_csv_question_columns_are_doc_ids(tmp_path, capsys):
+    from benchsel.cli import main
+
+    source = _task("gsm", "helm_gsm8k.npz")
+    path = tmp_path / "gsm.csv"
+    frame = source.subset(items=np.arange(40)).to_frame()
+    frame.columns = [str(100 + 2 * j) for j in range(40)]  # doc ids 100, 102, ...
+    frame.to_csv(path)
+    samples = tmp_path / "s.json"
+    assert main(["plan", str(path), "--level", "questions", "-n", "5", "-o",
+                 str(tmp_path / "p.json"), "--emit-lm-eval-samples", str(samples)]) == 0
+    docs = json.loads(samples.read_text())["gsm"]
+    assert len(docs) == 5 and all(d >= 100 and d % 2 == 0 for d in docs)

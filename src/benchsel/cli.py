@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -224,6 +225,11 @@ def cmd_select(args) -> int:
 
 
 def cmd_predict(args) -> int:
+    if args.format in _INPUT_FORMATS:  # predict's --format named the input's before
+        warnings.warn(f"--format {args.format} names the input's format: use --input-format "
+                      f"{args.format} (predict's --format is its output's)", FutureWarning,
+                      stacklevel=2)
+        args.input_format, args.format = args.format, "table"
     if (args.plan is None) == (args.data is None):
         raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted "
                           "already), exactly one of them")
@@ -238,17 +244,19 @@ def cmd_predict(args) -> int:
     if args.format == "csv":
         _emit_text(args, _prediction_csv(pred))
         return 0
-    payload = pred.to_dict()
+    # A question-level plan lists every task, those run in full as observed.
+    full_runs = level == "questions"
+    payload = pred.to_dict(include_observed=full_runs)
     blocks = []
     pct = f"{100 * args.level:g}%"
     what = "task" if level == "questions" else "benchmark"
     for i, name in enumerate(pred.models):
-        rows = [
-            [r["benchmark"], r["mean"], r["std"], r["low"], r["high"]] for r in pred.records(i)
-        ]
+        records = pred.records(i, include_observed=full_runs)
+        rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else ""), r["mean"],
+                 r["std"], r["low"], r["high"]] for r in records]
         given = int(pred.observed[i].sum())
-        head = (f"{name}: {len(rows)} task score(s) predicted from the planned questions"
-                + (f", {given} task(s) run in full" if given else "")
+        head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
+                "questions" + (f", {given} task(s) run in full" if given else "")
                 if level == "questions"
                 else f"{name}: {len(rows)} predicted from {given} observed")
         ex = pred.extrapolation[i]
@@ -268,6 +276,12 @@ def _predict_from_plan(args):
     if args.bounds != "infer":
         raise _UsageError("a plan carries its bounds: set them with 'benchsel plan --bounds', "
                           "not at predict time")
+    _refuse_fit_options(args, "a plan carries its fitted model: set {flag} with 'benchsel "
+                        "plan', not at predict time")
+    for flag in ("lm_eval_task", "lm_eval_metric", "lm_eval_filter"):
+        if getattr(args, flag) is not None:
+            raise _UsageError(f"--{flag.replace('_', '-')}: a plan records which lm-eval tasks, "
+                              "metrics and filters it reads")
     plan = load_plan(args.plan)
     if plan.level != "benchmarks" and args.method != "gaussian":
         raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
@@ -285,6 +299,14 @@ def _predict_from_plan(args):
             warnings.filterwarnings("ignore", ".*partial run", DataWarning)
             full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
     return plan.predict_mixed(full, questions, level=args.level), "mixed"
+
+
+def _refuse_fit_options(args, message: str) -> None:
+    """Usage error for a model option given where no model is fitted."""
+    for flag, value, default in (("--covariance", args.covariance, "auto"),
+                                 ("--transform", args.transform, "none")):
+        if value != default:
+            raise _UsageError(message.format(flag=flag))
 
 
 def _observed_benchmarks(specs: list[str], items):
@@ -359,8 +381,6 @@ def _as_items(names: list[str], items) -> list[str]:
 
 
 def _is_lm_eval_output(spec: str) -> bool:
-    from pathlib import Path
-
     path = Path(spec)
     if is_lm_eval_path(path):
         return True
@@ -419,6 +439,10 @@ def cmd_plan(args) -> int:
     import shlex
 
     command = "benchsel " + shlex.join(args.argv)
+    if args.emit_lm_eval_samples is not None and \
+            Path(args.emit_lm_eval_samples).resolve() == Path(args.output).resolve():
+        raise _UsageError("--emit-lm-eval-samples and -o name the same file; the plan and "
+                          "lm-eval's --samples file are two files")
     if args.level == "benchmarks":
         for flag, value in (("-n", args.n), ("--total", args.total),
                             ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
@@ -446,6 +470,11 @@ def cmd_plan(args) -> int:
                                 ("--target-residual", args.target_residual)):
                 if value is not None:
                     raise _UsageError(f"{flag} belongs to --level benchmarks or mixed")
+            _refuse_fit_options(args, "{flag} belongs to --level benchmarks or mixed (the "
+                                "leaderboard's Gaussian model)")
+            if args.bounds != "infer":
+                raise _UsageError("--bounds belongs to --level benchmarks or mixed; task "
+                                  "scores of per-question scores in [0, 1] stay in [0, 1]")
         if args.n is not None and args.total is not None:
             raise _UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
@@ -459,9 +488,6 @@ def cmd_plan(args) -> int:
             if not _is_lm_eval(args.data):
                 raise _UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
                                   "runs give the leaderboard, sample logs the questions)")
-            if args.include:
-                raise _UsageError("--include does not apply to --level mixed: the sampled tasks "
-                                  "are included")
             costs = read_costs(args.costs) if args.costs else None
             board = read_lm_eval(args.data).leaderboard(
                 metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
@@ -469,6 +495,7 @@ def cmd_plan(args) -> int:
             columns = {t: f"{t}/{metrics[t]},{filters[t]}" for t in sources}
             plan = plan_mixed(
                 board, sources, columns, args.k, objective=args.objective,
+                include=_item_names(args.include, board.items),
                 exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
                 target_residual=args.target_residual, covariance=args.covariance,
                 transform=args.transform, bounds=args.bounds, **questions)
@@ -698,9 +725,8 @@ def _question_items(scores: ScoreMatrix, task: str | None, data) -> tuple[str, S
     """(task, matrix with items named ``task/<doc_id>``) of a per-question matrix.
 
     Matrices read from lm-eval logs already name their items so; any other
-    file's columns are taken as doc ids 0, 1, ... of ``task`` (default: the
-    file's stem) -- only right when the file's columns are in the task's
-    document order.
+    file's columns are doc ids when they are whole numbers, else positions
+    0, 1, ... (with a warning) of ``task`` (default: the file's stem).
     """
     tails = [item.rpartition("/") for item in scores.items]
     heads = {head for head, _, _ in tails}
@@ -709,9 +735,13 @@ def _question_items(scores: ScoreMatrix, task: str | None, data) -> tuple[str, S
         if task is not None and task != read_task:
             raise ValueError(f"{data}: the questions are of task {read_task!r}, not {task!r}")
         return read_task, scores
-    from pathlib import Path
-
     task = task or Path(str(data)).stem
+    if all(item.isdigit() for item in scores.items):
+        return task, scores._replace(items=[f"{task}/{int(item)}" for item in scores.items])
+    if list(scores.items) != [f"item_{j}" for j in range(scores.n_items)]:  # unnamed NPZ
+        warnings.warn(f"{data}: columns are not doc ids (whole numbers); taking column "
+                      f"positions 0..{scores.n_items - 1} as the doc ids of {task!r}",
+                      DataWarning, stacklevel=2)
     return task, scores._replace(items=[f"{task}/{j}" for j in range(scores.n_items)])
 
 
@@ -766,16 +796,20 @@ def cmd_coreset_eval(args) -> int:
 
 
 # ------------------------------------------------------------------- parser
+_INPUT_FORMATS = ("wide", "long", "npz", "parquet")
+
+
 def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
               optional: bool = False) -> None:
     p.add_argument("data", metavar="DATA", nargs="?" if optional else None,
                    help="score matrix file (CSV/TSV/Parquet/NPZ), a bundled dataset name, or "
                    "a folder of lm-eval runs (lm_eval --output_path; leaf tasks' primary "
-                   "metrics become columns '<task>/<metric>,<filter>')")
+                   "metrics become columns '<task>/<metric>,<filter>')"
+                   + ("; leave it out with --plan" if optional else ""))
     g = p.add_argument_group("input format")
     # predict's --format is its output format; elsewhere --format still names the input's.
     flags = ("--input-format",) if optional else ("--input-format", "--format")
-    g.add_argument(*flags, dest="input_format", choices=["wide", "long", "npz", "parquet"],
+    g.add_argument(*flags, dest="input_format", choices=_INPUT_FORMATS,
                    help="file format (default: from the extension; text files are wide)")
     g.add_argument("--sep", help="field separator of text files (default: tab for .tsv)")
     g.add_argument("--model-column", help="column with model names (wide: first column)")
@@ -924,23 +958,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bounds(p)
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("predict", help="predict unobserved benchmarks of a new model")
+    p = sub.add_parser("predict", help="predict a new model's unrun benchmarks (or full-task "
+                       "scores from a question-level plan)")
     _add_data(p, optional=True)
     p.add_argument("--plan", metavar="PLAN.json",
                    help="predict from a saved plan ('benchsel plan') instead of fitting DATA")
-    p.add_argument("--observed", required=True, nargs="+", metavar="PATH",
-                   help='scores of the new model(s): "name=value,name=value", a JSON object '
-                   "file, a wide CSV of one or more new models, or lm-eval output (an "
-                   "--output_path folder, results_<date>.json, samples_<task>_<date>.jsonl); "
-                   "a question-level plan needs the sample logs of the planned questions")
+    p.add_argument("--observed", required=True, action="append", metavar="PATH",
+                   help='scores of the new model(s): "name=value,name=value" (a task name '
+                   "stands for its lm-eval column), a JSON object file, a wide CSV of one or "
+                   "more new models, or lm-eval output (an --output_path folder, "
+                   "results_<date>.json, samples_<task>_<date>.jsonl; repeat --observed for "
+                   "several); a question-level plan needs the sample logs of the planned "
+                   "questions")
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
     p.add_argument("--method", choices=list(COMPLETERS), default="gaussian",
                    help="predictor (default gaussian: the conditional distribution; compare "
                    "methods on your data with 'benchsel evaluate DATA --protocol complete')")
-    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
-                   help="table (default), json (as --json), or csv: the filled-in "
-                   "leaderboard, one row per model, each benchmark's value and its std")
+    p.add_argument("--format", choices=["table", "json", "csv", *_INPUT_FORMATS],
+                   default="table",
+                   help="output: table (default), json (as --json), or csv: the filled-in "
+                   "leaderboard, one row per model, each benchmark's value and its std "
+                   "(csv wins over --json). The input's format is --input-format")
     _add_bounds(p)
     _add_output(p)
     p.set_defaults(func=cmd_predict)

@@ -108,31 +108,40 @@ class Prediction:
     method: str = "gaussian"
     extrapolation: list = field(default_factory=list)
 
-    def records(self, row: int = 0) -> list[dict]:
-        """One dict per predicted (unobserved) item of model ``row``."""
-        return [
-            {
+    def records(self, row: int = 0, *, include_observed: bool = False) -> list[dict]:
+        """One dict per predicted (unobserved) item of model ``row``.
+
+        With ``include_observed`` every item is listed, each with
+        ``"observed"``: true for a given score (``std`` 0).
+        """
+        cells = np.arange(len(self.items)) if include_observed else \
+            np.flatnonzero(~self.observed[row])
+        out = []
+        for j in cells:
+            record = {
                 "benchmark": self.items[j],
                 "mean": float(self.mean[row, j]),
                 "std": float(self.std[row, j]),
                 "low": float(self.low[row, j]),
                 "high": float(self.high[row, j]),
             }
-            for j in np.flatnonzero(~self.observed[row])
-        ]
+            if include_observed:
+                record["observed"] = bool(self.observed[row, j])
+            out.append(record)
+        return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, include_observed: bool = False) -> dict:
+        """JSON-ready: one model's ``predictions``, or ``models`` for several (see records)."""
         out: dict = {"method": self.method, "level": self.level}
-        if len(self.models) == 1:
-            out["model"] = self.models[0]
-            out["extrapolation"] = self.extrapolation[0]
-            out["predictions"] = self.records(0)
+        entries = [
+            {"model": name, "extrapolation": self.extrapolation[i],
+             "predictions": self.records(i, include_observed=include_observed)}
+            for i, name in enumerate(self.models)
+        ]
+        if len(entries) == 1:
+            out.update(entries[0])
         else:
-            out["models"] = [
-                {"model": name, "extrapolation": self.extrapolation[i],
-                 "predictions": self.records(i)}
-                for i, name in enumerate(self.models)
-            ]
+            out["models"] = entries
         return out
 
 

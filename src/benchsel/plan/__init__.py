@@ -483,9 +483,9 @@ def plan_mixed(
     n, total, method, metrics, filters
         As in :func:`plan_questions`.
     select_and_model_options
-        ``objective``, ``exclude``, ``costs``, ``budget``, ``target_residual``
-        of the selection and ``GaussianModel`` options, as in
-        :func:`plan_benchmarks`.
+        ``objective``, ``include`` (benchmarks to run in full), ``exclude``,
+        ``costs``, ``budget``, ``target_residual`` of the selection and
+        ``GaussianModel`` options, as in :func:`plan_benchmarks`.
     """
     if select_and_model_options.get("transform", "none") != "none":
         raise ValueError("a mixed plan conditions on sampled task scores with their standard "
@@ -494,8 +494,9 @@ def plan_mixed(
     if missing:
         raise ValueError(f"task(s) {_short_list(missing)} have no column in the leaderboard; "
                          f"columns are {_short_list(board.items, limit=30)}")
-    include = [columns[t] for t in tasks]
-    bench = plan_benchmarks(board, None if k is None else k + len(include), include=include,
+    sampled = [columns[t] for t in tasks]
+    include = sampled + [b for b in select_and_model_options.pop("include", ()) if b not in sampled]
+    bench = plan_benchmarks(board, None if k is None else k + len(sampled), include=include,
                             seed=seed, **select_and_model_options).benchmarks
     parts = _task_parts(tasks, n=n, total=total, method=method, seed=seed, metrics=metrics,
                         filters=filters)
