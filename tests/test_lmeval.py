@@ -341,3 +341,11 @@ def test_outputs_never_replace_inputs(lm_eval_runs, tmp_path, capsys):
     assert "name the same file" in capsys.readouterr().err
     assert main(["plan", str(runs_dir), "-k", "1", "-o", "/dev/null"]) == 0
     assert Path("/dev/null").is_char_device()
+
+
+def test_costs_may_name_lm_eval_tasks(lm_eval_runs, tmp_path, capsys):
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"bs_gen": 10.0, "bs_mc_a": 1.0, "bs_mc_b": 1.0}))
+    out = cli_json(capsys, "select", lm_eval_runs.runs, "--costs", costs, "--budget", 2,
+                   "--json")
+    assert out["cost"] <= 2 and "bs_gen/exact_match,strict" not in out["selected"]

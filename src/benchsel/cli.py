@@ -70,6 +70,14 @@ def _item_names(text: str | None, items) -> list[str]:
     return out
 
 
+def _costs(args, items) -> dict[str, float] | None:
+    """``--costs``, a bare lm-eval task name standing for its one column."""
+    if not args.costs:
+        return None
+    costs = read_costs(args.costs)
+    return dict(zip(_as_items(list(costs), items), costs.values()))
+
+
 def _table(headers: list[str], rows: list[list]) -> str:
     def fmt(v) -> str:
         if isinstance(v, float):
@@ -189,7 +197,7 @@ def cmd_select(args) -> int:
     if args.axis == "models":
         scores = scores.transpose()
     model = _fit(args, scores)
-    costs = read_costs(args.costs) if args.costs else None
+    costs = _costs(args, scores.items)
     if args.budget is not None and costs is None:
         raise ValueError("--budget needs --costs FILE")
     sel = model.select(
@@ -453,7 +461,7 @@ def cmd_plan(args) -> int:
             raise _UsageError("--method belongs to --level questions (benchmarks are selected by "
                               "--objective)")
         scores = _load(args)
-        costs = read_costs(args.costs) if args.costs else None
+        costs = _costs(args, scores.items)
         if args.budget is not None and costs is None:
             raise _UsageError("--budget needs --costs FILE")
         plan = plan_benchmarks(
@@ -488,10 +496,10 @@ def cmd_plan(args) -> int:
             if not _is_lm_eval(args.data):
                 raise _UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
                                   "runs give the leaderboard, sample logs the questions)")
-            costs = read_costs(args.costs) if args.costs else None
             board = read_lm_eval(args.data).leaderboard(
                 metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
                 filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+            costs = _costs(args, board.items)
             columns = {t: f"{t}/{metrics[t]},{filters[t]}" for t in sources}
             plan = plan_mixed(
                 board, sources, columns, args.k, objective=args.objective,
