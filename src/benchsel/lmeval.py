@@ -6,7 +6,8 @@ What lm-eval 0.4.x writes, as this module reads it:
   and, with ``--log_samples``, ``DIR/<model>/samples_<task>_<date>.jsonl``
   beside it (``<model>`` is the model name with ``/``, ``:`` ... replaced by
   ``__``). ``--output_path FILE.json`` writes ``FILE_<date>.json`` and the
-  sample logs into FILE's folder. Users nest these folders freely (a common
+  sample logs into FILE's folder (lm-eval 0.4.13; 0.4.5 and 0.4.8 take
+  ``FILE.json`` as a folder name). Users nest these folders freely (a common
   ``--output_path OUT/<model>`` gives ``OUT/<model>/<model>/...``), so a
   folder is searched at any depth.
 * ``<date>`` is ``datetime.now().isoformat()`` with ``:`` replaced by ``-``;
@@ -25,8 +26,10 @@ What lm-eval 0.4.x writes, as this module reads it:
   one line per filter, in the order of the task's ``filter_list``.
 
 Partial runs are never read as full-task scores: :meth:`LmEvalRuns.leaderboard`
-leaves them out (with a warning) and :meth:`LmEvalRuns.questions` keeps them
-apart, as observations of the questions they ran.
+and the question-level sources use the latest *full* run of each task (a
+later ``--limit`` smoke test does not hide it) and leave models with only
+partial runs out, with a warning; a new model's partial run is read as the
+observations of the questions it ran.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ __all__ = [
     "LmEvalRuns",
     "TaskRun",
     "read_lm_eval",
+    "read_sample_scores",
     "is_lm_eval_path",
     "parse_per_task",
     "write_samples",
