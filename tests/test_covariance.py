@@ -5,8 +5,17 @@ import warnings
 import numpy as np
 import pytest
 
-from benchsel import ConvergenceWarning, em_covariance, estimate_covariance, pairwise_covariance
+from benchsel import (
+    ConvergenceWarning,
+    GaussianModel,
+    ScoreMatrix,
+    em_covariance,
+    estimate_covariance,
+    pairwise_covariance,
+)
 from benchsel.gaussian._estep import EStepPlan, e_step
+from benchsel.gaussian.covariance import fit_standardizer
+from benchsel.matrix import Standardizer
 
 
 def true_cov(n, rng):
@@ -198,3 +207,115 @@ def test_auto_rule():
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- covariance="paper": the published code's choices -------------------------------------
+
+
+def _correlated(m, n, rng, missing=0.0):
+    x = rng.multivariate_normal(np.zeros(n), true_cov(n, rng), size=m)
+    x[rng.random(x.shape) < missing] = np.nan
+    return x
+
+
+def _corr(s):
+    d = np.sqrt(np.diag(s))
+    return s / np.outer(d, d)
+
+
+@pytest.mark.parametrize("m, n, missing", [(200, 8, 0.0), (200, 8, 0.4), (10, 20, 0.0)])
+def test_paper_estimate_is_a_psd_correlation_matrix(m, n, missing):
+    x = _correlated(m, n, np.random.default_rng(20), missing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = estimate_covariance(x, "paper")
+    s = est.covariance
+    np.testing.assert_allclose(np.diag(s), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(s, s.T)
+    assert np.linalg.eigvalsh(s).min() > 0
+    # The mean is the observed column mean (the published code predicts with it).
+    np.testing.assert_allclose(est.mean, np.nanmean(x, axis=0), atol=1e-12)
+
+
+def test_paper_uses_pairwise_when_at_least_90_percent_observed_and_m_at_least_n():
+    rng = np.random.default_rng(21)
+    x = _correlated(60, 10, rng)
+    # A near-duplicate column puts an eigenvalue under 1e-3: the floor (1e-6) shows.
+    x[:, 9] = x[:, 0] + 1e-3 * rng.normal(size=60)
+    cells = rng.choice(60 * 8, 60, replace=False)  # 10% missing, none in columns 0 and 9
+    x[cells // 8, 1 + cells % 8] = np.nan
+    assert 0.9 <= (~np.isnan(x)).mean() < 1.0
+    est = estimate_covariance(x, "paper")
+    assert est.method == "paper-pairwise" and est.n_iter == 0
+    expected = _corr(pairwise_covariance(x, floor=1e-6, shrinkage=0.0).covariance)
+    np.testing.assert_allclose(est.covariance, expected, atol=1e-12)
+    # em differs on the same data, so the comparison above can fail.
+    em = _corr(em_covariance(x, floor=1e-6, shrinkage=0.0, tol=5e-4).covariance)
+    assert np.abs(em - expected).max() > 1e-4
+
+
+def test_paper_uses_em_below_90_percent_observed():
+    # Data on which stopping on the likelihood too would take longer (see below).
+    x = _correlated(20, 5, np.random.default_rng(1), missing=0.5)
+    est = estimate_covariance(x, "paper")
+    assert est.method == "paper-em" and est.n_iter > 1 and est.shrinkage == 0.0
+    em = em_covariance(x, max_iter=500, tol=5e-4, floor=1e-6, shrinkage=0.0,
+                       accelerate=False, check_likelihood=False)
+    assert est.n_iter == em.n_iter
+    np.testing.assert_allclose(est.covariance, _corr(em.covariance), atol=1e-12)
+    assert np.abs(est.covariance - _corr(pairwise_covariance(x).covariance)).max() > 1e-4
+
+
+def test_paper_uses_shrunk_em_when_fewer_models_than_items_even_if_complete():
+    x = _correlated(10, 20, np.random.default_rng(23))
+    est = estimate_covariance(x, "paper")
+    assert est.method == "paper-em"
+    assert est.shrinkage == pytest.approx(0.5)
+
+
+def test_paper_em_stops_on_the_covariance_change_alone():
+    x = _correlated(20, 5, np.random.default_rng(1), missing=0.5)
+    opts = dict(tol=5e-4, floor=1e-6, accelerate=False)
+    loose = em_covariance(x, check_likelihood=False, **opts)
+    both = em_covariance(x, **opts)
+    assert loose.converged and 1 < loose.n_iter < both.n_iter
+    # It stops at the first iteration whose covariance change is below tol.
+    with pytest.warns(ConvergenceWarning):
+        em_covariance(x, check_likelihood=False, max_iter=loose.n_iter - 1, **opts)
+
+
+def test_paper_standardization_floors_a_near_constant_column():
+    rng = np.random.default_rng(25)
+    values = 50 + 10 * _correlated(40, 6, rng, missing=0.3)
+    values[:, 2] = 80 + 1e-4 * rng.normal(size=40)  # spread ~1e-4, floor 0.01 * 81
+    values[1:, 4] = np.nan  # one observed score
+    values[0, 4] = 30.0
+    std = fit_standardizer(values, "paper")
+    assert std.scale[2] == pytest.approx(0.01 * (abs(std.mean[2]) + 1))
+    assert std.scale[4] == pytest.approx(0.01 * 31)
+    assert not std.constant[4]
+    # Columns with spread above the floor keep their standard deviation.
+    np.testing.assert_allclose(std.scale[0], np.nanstd(values[:, 0], ddof=1))
+    plain = fit_standardizer(values, "auto")
+    assert plain.scale[2] < 1e-3 and plain.constant[4]
+
+
+def test_paper_standardization_has_no_floor_on_its_pairwise_branch():
+    values = np.column_stack([np.linspace(0, 1, 30), 80 + 1e-4 * np.arange(30)])
+    std = fit_standardizer(values, "paper")
+    np.testing.assert_allclose(std.scale, np.std(values, axis=0, ddof=1))
+
+
+def test_paper_through_the_model_gives_a_correlation_matrix():
+    rng = np.random.default_rng(26)
+    values = 50 + 10 * _correlated(40, 6, rng, missing=0.3)
+    scores = ScoreMatrix(values, models=[f"m{i}" for i in range(40)],
+                         items=[f"b{j}" for j in range(6)])
+    model = GaussianModel(covariance="paper").fit(scores)
+    np.testing.assert_allclose(np.diag(model.estimate_.covariance), 1.0, atol=1e-12)
+    assert model.estimate_.method == "paper-em"
+
+
+def test_scale_floor_must_be_non_negative():
+    with pytest.raises(ValueError, match="scale_floor must be a non-negative number; got -0.1"):
+        Standardizer.fit(np.ones((3, 2)), scale_floor=-0.1)

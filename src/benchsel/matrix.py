@@ -289,8 +289,9 @@ class Standardizer:
         Sample standard deviation (ddof=1) of the observed scores; 1 for a
         column whose spread is zero or undefined, which ``constant`` flags.
     constant : ndarray of bool, shape (N,)
-        Columns with fewer than two observed values or no spread. They
-        cannot be standardized and are left out of selection.
+        Columns with fewer than two observed values or no spread (with a
+        ``scale_floor``, only columns with no observed value). They cannot
+        be standardized and are left out of selection.
     """
 
     mean: np.ndarray
@@ -298,8 +299,19 @@ class Standardizer:
     constant: np.ndarray
 
     @classmethod
-    def fit(cls, values: np.ndarray) -> Standardizer:
-        """Column statistics of ``values`` (NaN = missing)."""
+    def fit(cls, values: np.ndarray, *, scale_floor: float = 0.0) -> Standardizer:
+        """Column statistics of ``values`` (NaN = missing).
+
+        Parameters
+        ----------
+        values : ndarray of shape (M, N)
+        scale_floor : float, default 0
+            When positive, every scale is at least ``scale_floor * (|mean| + 1)``
+            (the published code of Smola 2026 uses 0.01), so a column with one
+            observed value or no spread is standardized rather than left out.
+        """
+        if not (np.isfinite(scale_floor) and scale_floor >= 0):
+            raise ValueError(f"scale_floor must be a non-negative number; got {scale_floor!r}")
         obs = ~np.isnan(values)
         count = obs.sum(axis=0)
         filled = np.where(obs, values, 0.0)
@@ -312,6 +324,10 @@ class Standardizer:
         spread = unit * np.sqrt(((resid / unit) ** 2).sum(axis=0) / np.maximum(count - 1, 1))
         # A spread below 1e-12 of the column's magnitude is rounding, not signal.
         tiny = 1e-12 * np.maximum(np.abs(mean), 1.0)
+        if scale_floor > 0:
+            constant = count < 1
+            floored = np.maximum(spread, scale_floor * (np.abs(mean) + 1.0))
+            return cls(mean=mean, scale=np.where(constant, 1.0, floored), constant=constant)
         constant = (count < 2) | (spread <= tiny)
         scale = np.where(constant, 1.0, spread)
         return cls(mean=mean, scale=scale, constant=constant)

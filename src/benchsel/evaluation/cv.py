@@ -27,8 +27,8 @@ from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
 from ..gaussian.conditional import conditional_moments
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
-from ..matrix import ScoreMatrix, Standardizer
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
 from ..transforms import make_transform
 from .metrics import (
@@ -124,7 +124,7 @@ def _fold_body(
     level: float,
     transform: str = "none",
 ) -> dict:
-    std = Standardizer.fit(values[fold.train])
+    std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
     # Targets are always the raw scores standardized with training statistics.
     z_val = np.clip(std.transform(values[np.ix_(fold.validation, cols)], cols), -clip, clip)
@@ -140,7 +140,7 @@ def _fold_body(
         # to standardized raw units before scoring (App. K).
         tf = make_transform(transform, values[np.ix_(fold.train, cols)])
         latent = tf.forward(values[np.ix_(fold.train, cols)])
-        lat_std = Standardizer.fit(latent)
+        lat_std = fit_standardizer(latent, covariance)
         z_train = lat_std.transform(latent)
         z_in = np.clip(lat_std.transform(tf.forward(values[np.ix_(fold.validation, cols)])),
                        -clip, clip)

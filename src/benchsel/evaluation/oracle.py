@@ -19,8 +19,8 @@ from math import comb
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
-from ..matrix import ScoreMatrix, Standardizer
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..matrix import ScoreMatrix
 from .cv import _check_common, cross_validate
 from .metrics import json_record
 from .splits import kfold_with_holdout
@@ -70,7 +70,7 @@ class _FoldScorer:
     """R^2 of any subset on one fold, conditioning each row on the part of the subset it has."""
 
     def __init__(self, values, fold, covariance, ridge, clip):
-        std = Standardizer.fit(values[fold.train])
+        std = fit_standardizer(values[fold.train], covariance)
         self.cols = np.flatnonzero(~std.constant)
         z_train = std.transform(values[np.ix_(fold.train, self.cols)], self.cols)
         z_val = std.transform(values[np.ix_(fold.validation, self.cols)], self.cols)

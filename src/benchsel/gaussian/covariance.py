@@ -20,6 +20,17 @@ standardized units, plus how they were obtained.
   (seed 0; 0.33 to 0.60 averaged over 3 seeds; docs/reproduction.md).
 * ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
   ``em-shrink``.
+* ``paper`` -- the choices of the paper's published code
+  (``smolix/benchmark-selection``, ``code/eval_entropy_vs_mi.py`` and
+  ``code/em_cov.py``), which differ from the text in places: pairwise when at
+  least 90% of the cells are observed and ``M >= N``, else plain (not
+  accelerated) EM stopped when the relative Frobenius change of the
+  covariance falls below 5e-4 (no likelihood test), at most 500 iterations,
+  PSD floor 1e-6 (1e-3, with shrinkage ``(N - M) / N``, when ``M < N``); the
+  result is rescaled to a correlation matrix, and the mean is the observed
+  column mean, not EM's. The published code also floors the standard
+  deviation used to standardize at ``0.01 (|mean| + 1)`` on the EM branch;
+  :func:`fit_standardizer` does that, and callers standardize with it.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._linalg import psd_project, shrink_to_identity, symmetrize
+from ..matrix import Standardizer
 from ._estep import EStepPlan, e_step
 
 __all__ = [
@@ -39,10 +51,17 @@ __all__ = [
     "pairwise_covariance",
     "em_covariance",
     "estimate_covariance",
+    "paper_covariance",
+    "paper_uses_pairwise",
+    "fit_standardizer",
     "COVARIANCE_METHODS",
 ]
 
-COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise")
+COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "paper")
+#: ``paper``: pairwise only when at least this fraction of cells is observed (and M >= N).
+PAPER_PAIRWISE_MIN_OBSERVED = 0.9
+#: ``paper``: standardization floor, as a multiple of ``|mean| + 1``, on the EM branch.
+PAPER_SCALE_FLOOR = 0.01
 #: Off-diagonal shrinkage per M-step used by ``em-shrink``.
 DEFAULT_CORRELATION_SHRINKAGE = 0.02
 _LOG_2PI = float(np.log(2 * np.pi))
@@ -62,7 +81,8 @@ class CovarianceEstimate:
     covariance : ndarray of shape (N, N)
         Symmetric positive definite.
     method : str
-        ``"pairwise"`` or ``"em"`` (what ``auto`` resolved to).
+        ``"pairwise"``, ``"em"`` or ``"em-shrink"`` (what ``auto`` resolved
+        to), or ``"paper-pairwise"`` / ``"paper-em"`` (the branch ``paper`` took).
     shrinkage : float
         Shrinkage intensity applied toward ``tr/N * I`` (0 when none).
     n_iter : int
@@ -170,6 +190,7 @@ def em_covariance(
     shrinkage: float | str = "auto",
     correlation_shrinkage: float = 0.0,
     accelerate: bool = True,
+    check_likelihood: bool = True,
 ) -> CovarianceEstimate:
     """EM estimate of mean and covariance for Gaussian data missing at random.
 
@@ -196,6 +217,10 @@ def em_covariance(
     accelerate : bool, default True
         Extrapolate with SQUAREM between EM steps (same fixed point, far
         fewer iterations on sparse matrices); ``False`` runs plain EM.
+    check_likelihood : bool, default True
+        Also require the log-likelihood's relative change to fall below
+        ``tol``; ``False`` stops on the covariance change alone (after at
+        least two iterations), as the paper's published code does.
 
     Returns
     -------
@@ -255,7 +280,11 @@ def em_covariance(
         while e_steps < max_iter and not converged:
             mu1, s1 = step(mu, sigma)
             change = rel_change(s1, sigma)
-            converged = bool(change < tol and ll_change() < tol)
+            converged = bool(
+                change < tol
+                and e_steps > 1
+                and (not check_likelihood or ll_change() < tol)
+            )
             if converged or not accelerate or e_steps >= max_iter:
                 mu, sigma = mu1, s1
                 continue
@@ -310,8 +339,98 @@ def em_covariance(
     )
 
 
+def paper_uses_pairwise(observed) -> bool:
+    """Whether ``paper`` takes its pairwise branch on this observed mask.
+
+    Parameters
+    ----------
+    observed : array-like of bool, shape (M, N)
+
+    Returns
+    -------
+    bool
+        True when at least 90% of the cells are observed and ``M >= N``.
+    """
+    observed = np.asarray(observed, dtype=bool)
+    m, n = observed.shape
+    return bool(m >= n and observed.mean() >= PAPER_PAIRWISE_MIN_OBSERVED)
+
+
+def fit_standardizer(values, method: str = "auto") -> Standardizer:
+    """The standardizer that goes with covariance ``method``.
+
+    Only ``paper`` differs from :meth:`Standardizer.fit`: on its EM branch the
+    scale is floored at ``0.01 (|mean| + 1)``, as in the published code.
+
+    Parameters
+    ----------
+    values : ndarray of shape (M, N)
+        Scores, NaN where missing.
+    method : str, default "auto"
+        One of :data:`COVARIANCE_METHODS`.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if method == "paper" and not paper_uses_pairwise(~np.isnan(values)):
+        return Standardizer.fit(values, scale_floor=PAPER_SCALE_FLOOR)
+    return Standardizer.fit(values)
+
+
+def _to_correlation(sigma: np.ndarray) -> np.ndarray:
+    d = 1.0 / np.sqrt(np.maximum(np.diag(sigma), 1e-12))
+    return symmetrize(sigma * np.outer(d, d))
+
+
+def paper_covariance(z) -> CovarianceEstimate:
+    """Correlation estimate as the paper's published code computes it.
+
+    Parameters
+    ----------
+    z : array-like of shape (M, N)
+        Scores standardized by :func:`fit_standardizer` with ``"paper"``;
+        NaN marks a missing cell.
+
+    Returns
+    -------
+    CovarianceEstimate
+        ``covariance`` has a unit diagonal; ``mean`` is the observed column
+        mean (the published code predicts with it, not with EM's mean);
+        ``method`` is ``"paper-pairwise"`` or ``"paper-em"``.
+    """
+    z = _check_z(z)
+    obs = ~np.isnan(z)
+    m, n = z.shape
+    mean = _column_means(z, obs)
+    if paper_uses_pairwise(obs):
+        est = pairwise_covariance(z, floor=1e-6, shrinkage=0.0)
+        method = "paper-pairwise"
+    else:
+        small = m < n
+        est = em_covariance(
+            z,
+            max_iter=500,
+            tol=5e-4,
+            floor=1e-3 if small else 1e-6,
+            shrinkage="auto" if small else 0.0,
+            accelerate=False,
+            check_likelihood=False,
+        )
+        method = "paper-em"
+    return CovarianceEstimate(
+        mean=mean,
+        covariance=_to_correlation(est.covariance),
+        method=method,
+        shrinkage=est.shrinkage,
+        n_iter=est.n_iter,
+        converged=est.converged,
+        log_likelihood=est.log_likelihood,
+    )
+
+
 def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimate:
-    """Dispatch to an estimator by name (see the module docstring for ``auto``)."""
+    """Dispatch to an estimator by name (see the module docstring).
+
+    ``paper`` runs with the published settings and ignores ``options``.
+    """
     if method not in COVARIANCE_METHODS:
         raise ValueError(
             f"covariance must be one of {', '.join(COVARIANCE_METHODS)}; got {method!r}"
@@ -319,6 +438,8 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
     z = _check_z(z)
     if method == "auto":
         method = "pairwise" if not np.isnan(z).any() else "em-shrink"
+    if method == "paper":
+        return paper_covariance(z)
     if method == "pairwise":
         options = {k: v for k, v in options.items() if k in ("floor", "shrinkage")}
         return pairwise_covariance(z, **options)

@@ -15,7 +15,7 @@ from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .conditional import conditional_moments
-from .covariance import COVARIANCE_METHODS, estimate_covariance
+from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
 
 __all__ = ["GaussianModel", "Selection", "Prediction"]
 
@@ -155,12 +155,16 @@ class GaussianModel:
 
     Parameters
     ----------
-    covariance : {"auto", "em-shrink", "em", "pairwise"}, default "auto"
+    covariance : {"auto", "em-shrink", "em", "pairwise", "paper"}, default "auto"
         Estimator of the covariance of standardized scores: ``em`` is the
         paper's EM, ``em-shrink`` the same with a small pull of correlations
         toward zero at every step, ``pairwise`` the pairwise-complete
         estimate. ``auto`` is pairwise on a fully observed matrix, em-shrink
-        otherwise.
+        otherwise. ``paper`` follows the paper's published code (see
+        :func:`~benchsel.gaussian.covariance.paper_covariance`), including its
+        standardization floor; it ignores ``shrinkage``, ``floor``,
+        ``max_iter`` and ``tol``. The published code conditions with
+        ``ridge=0.01``.
     shrinkage : float in [0, 1] or "auto", default "auto"
         Shrinkage toward ``tr/N * I``; ``auto`` is ``(N - M)/N`` when there
         are fewer models than items, none otherwise.
@@ -269,7 +273,7 @@ class GaussianModel:
         scores = scores.cleaned()
         transform = make_transform(self.transform, scores.values)
         latent = transform.forward(scores.values)
-        std = Standardizer.fit(latent)
+        std = fit_standardizer(latent, self.covariance)
         if std.constant.any():
             names = np.array(scores.items)[std.constant]
             warnings.warn(

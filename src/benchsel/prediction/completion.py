@@ -30,7 +30,7 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from ..gaussian.conditional import conditional_moments
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer
 
 __all__ = [
@@ -117,7 +117,7 @@ def complete_mean(values: np.ndarray) -> Completion:
 
 
 def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
-    std = Standardizer.fit(values)
+    std = fit_standardizer(values, covariance)
     cols = np.flatnonzero(~std.constant)
     # Columns that cannot be standardized fall back to their mean.
     fallback = complete_mean(values)
