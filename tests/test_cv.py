@@ -271,3 +271,92 @@ def test_oracle_on_small_synthetic_data():
     best = max(means, key=means.get)
     assert res.rows[1].best == [scores.items[j] for j in best]
     assert res.rows[1].r2_oracle >= max(res.rows[1].r2_greedy.values()) - 1e-12
+
+
+def _two_fold_data(extra_cols=0, seed=10):
+    """20 models, two correlated items, 2 folds whose training set is the other fold."""
+    rng = np.random.default_rng(seed)
+    f = rng.normal(size=20)
+    x = np.column_stack([50 + 10 * f + rng.normal(size=20), 60 + 8 * f + rng.normal(size=20)])
+    x = np.column_stack([x, np.full((20, extra_cols), np.nan)])
+    folds = kfold_with_holdout(20, 2, 0.1, 0)
+    for fold in folds:
+        other = np.setdiff1d(np.arange(20), fold.validation)
+        assert np.array_equal(fold.train, other)  # the pool is the training set
+    return x, folds
+
+
+def _z(x, train, rows, col):
+    t = x[train, col]
+    t = t[~np.isnan(t)]
+    return np.clip((x[rows, col] - t.mean()) / t.std(ddof=1), -10, 10)
+
+
+def test_paper_scoring_drops_validation_models_with_no_selected_item():
+    x, folds = _two_fold_data()
+    # Two orphans per fold: one has only b0, one only b1; so whichever item a fold
+    # selects, one orphan has none of it observed but has the other item.
+    for fold in folds:
+        a, b = fold.validation[:2]
+        x[a, 1] = np.nan
+        x[b, 0] = np.nan
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(20)], ["b0", "b1"])
+    # "paper" predicts a model with nothing observed by the observed training mean, 0
+    # (EM's fitted mean would not be exactly 0).
+    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="paper")
+    default = cross_validate(scores, **kw).r2["mi"][:, 0]
+    paper = cross_validate(scores, scoring="paper", **kw).r2["mi"][:, 0]
+    assert cross_validate(scores, scoring="paper", **kw).orders == cross_validate(
+        scores, **kw).orders
+    orders = cross_validate(scores, **kw).orders["mi"]
+    for i, fold in enumerate(folds):
+        sel = 0 if orders[i][0] == "b0" else 1
+        other = 1 - sel
+        rows = fold.validation
+        has_sel = ~np.isnan(x[rows, sel])
+        has_other = ~np.isnan(x[rows, other])
+        orphans = rows[~has_sel & has_other]
+        complete = rows[has_sel & has_other]
+        assert orphans.size == 1
+        s_tot = float(np.sum(_z(x, fold.train, complete, other) ** 2))
+        e = float(np.sum(_z(x, fold.train, orphans, other) ** 2))
+        # Paper pools only the complete models; default adds the orphan's cell,
+        # predicted as the training mean (error = target).
+        s_res = (1 - paper[i]) * s_tot
+        assert default[i] == pytest.approx(1 - (s_res + e) / (s_tot + e), rel=1e-10)
+        assert default[i] != pytest.approx(paper[i], rel=1e-6)
+
+
+def test_paper_scoring_scores_columns_too_sparse_to_model():
+    x, folds = _two_fold_data(extra_cols=1)
+    val, train = folds[0].validation, folds[0].train
+    # b2: one training score in fold 0 (too few to standardize), two validation scores.
+    x[train[0], 2] = 50.0
+    x[val[0], 2] = 50.2
+    x[val[1], 2] = 49.9
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(20)], ["b0", "b1", "b2"])
+    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="em")
+    default = cross_validate(scores, **kw)
+    paper = cross_validate(scores, scoring="paper", **kw)
+    assert default.orders == paper.orders
+    sel = 0 if default.orders["mi"][0][0] == "b0" else 1
+    other = 1 - sel
+    s_tot = float(np.sum(_z(x, train, val, other) ** 2))
+    s_res = (1 - default.r2["mi"][0, 0]) * s_tot
+    # The published scale floor 0.01 (|mean| + 1) with the one training score as mean.
+    y = (np.array([50.2, 49.9]) - 50.0) / (0.01 * 51.0)
+    e = float(np.sum(y**2))
+    assert paper.r2["mi"][0, 0] == pytest.approx(1 - (s_res + e) / (s_tot + e), rel=1e-10)
+    assert paper.r2["mi"][0, 0] != pytest.approx(default.r2["mi"][0, 0], rel=1e-6)
+
+
+def test_scoring_argument_errors(capsys):
+    scores = load_dataset("helm_lite")
+    with pytest.raises(ValueError, match="scoring must be one of default, paper; got 'pap'"):
+        cross_validate(scores, scoring="pap")
+    assert main(["evaluate", "helm_lite", "--protocol", "oracle", "--scoring", "paper"]) != 0
+    assert "--scoring is not supported by the oracle protocol" in capsys.readouterr().err
+    assert main(["evaluate", "helm_lite", "--folds", "3", "--k-max", "2", "--scoring",
+                 "paper", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scoring"] == "paper" and len(out["results"]) == 6

@@ -22,6 +22,7 @@ from .coreset.evaluate import SPLITS, evaluate_coresets, resolve_n
 from .coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .evaluation import (
+    SCORINGS,
     cross_validate,
     evaluate_completion,
     extrapolate,
@@ -614,8 +615,11 @@ def cmd_evaluate(args) -> int:
                   seed=args.seed)
     if args.protocol in ("cv", "extrapolation"):
         common["transform"] = args.transform
+        common["scoring"] = args.scoring
     elif args.transform != "none":
         raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
+    elif args.scoring != "default":
+        raise ValueError(f"--scoring is not supported by the {args.protocol} protocol")
     if args.protocol == "complete" and args.covariance != "auto":
         raise ValueError(
             "--covariance does not apply to the complete protocol: it compares the "
@@ -1010,6 +1014,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate subsets of size 1..K (default 15)")
     p.add_argument("--objectives", default="mi,entropy,random",
                    help="comma-separated objectives (default mi,entropy,random)")
+    p.add_argument("--scoring", choices=SCORINGS, default="default",
+                   help="cv/extrapolation R^2 bookkeeping: default scores every validation "
+                   "model; paper follows the paper's published code (drops models with no "
+                   "selected item observed, scores columns too sparse to model against the "
+                   "training mean)")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
     p.add_argument("--jobs", type=int, default=1, help="folds in parallel (joblib; -1 = all cores)")
     p.add_argument("--dask", metavar="SCHEDULER",

@@ -1,7 +1,7 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
-from .cv import CVResult, CVRow, cross_validate, extrapolate
+from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
 from .metrics import (
     gaussian_entropy,
@@ -15,6 +15,7 @@ from .spectrum import Spectrum, spectrum
 from .splits import Fold, kfold_with_holdout, model_strength, strength_split
 
 __all__ = [
+    "SCORINGS",
     "CVResult",
     "CVRow",
     "Fold",

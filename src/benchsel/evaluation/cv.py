@@ -14,6 +14,18 @@ the training mean, scores 0). The reported ``r2_mean`` and ``r2_std`` are the
 mean and standard deviation of the per-fold values. A cell is scored when the
 validation model has it observed, it is not selected, and its column could be
 standardized on the training models (two or more distinct observed values).
+
+``scoring="paper"`` follows the published code of Smola (2026),
+``code/eval_entropy_vs_mi.py``, in two places: a validation model with none
+of the selected items observed is left out of the fold's sums (by default its
+cells are scored against the training mean), and a column the fold cannot
+standardize (fewer than two training scores, or no spread) is still scored
+where a validation model has it, predicted as the training mean with the
+published scale floor ``0.01 (|mean| + 1)`` (mean 0 when the column has no
+training score). Under ``covariance="paper"`` the floor already keeps columns
+with one training score in the model, so only columns with none are added.
+The published code pools and clips as above; interval coverage counts only
+modelled cells.
 """
 
 from __future__ import annotations
@@ -40,7 +52,12 @@ from .metrics import (
 )
 from .splits import Fold, kfold_with_holdout, strength_split
 
-__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate"]
+__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "SCORINGS"]
+
+#: R^2 bookkeeping rules accepted by :func:`cross_validate`.
+SCORINGS = ("default", "paper")
+#: The published code's scale floor, as a fraction of ``|mean| + 1``.
+_PAPER_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -83,6 +100,7 @@ class CVResult:
     r2: dict = field(repr=False)
     orders: dict = field(repr=False)
     protocol: str = "cv"
+    scoring: str = "default"
 
     def row(self, objective: str, k: int) -> CVRow:
         for r in self.rows:
@@ -97,6 +115,7 @@ class CVResult:
             "folds": self.folds,
             # The extrapolation split has no holdout fraction, only weak/strong shares.
             "holdout": self.holdout if self.protocol == "cv" else None,
+            "scoring": self.scoring,
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.rows],
             "orders": self.orders,
@@ -123,9 +142,18 @@ def _fold_body(
     seed: int,
     level: float,
     transform: str = "none",
+    scoring: str = "default",
 ) -> dict:
     std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
+    paper = scoring == "paper"
+    # Columns outside the model that the paper's bookkeeping still scores
+    # (predicted as the training mean, i.e. 0 in standardized units).
+    extra = np.flatnonzero(std.constant) if paper else np.empty(0, dtype=int)
+    extra_scale = _PAPER_FLOOR * (np.abs(std.mean[extra]) + 1.0)
+    z_extra = np.clip((values[np.ix_(fold.validation, extra)] - std.mean[extra]) / extra_scale,
+                      -clip, clip)
+    extra_observed = ~np.isnan(z_extra)
     # Targets are always the raw scores standardized with training statistics.
     z_val = np.clip(std.transform(values[np.ix_(fold.validation, cols)], cols), -clip, clip)
     quantile = norm.ppf(0.5 + level / 2)
@@ -175,12 +203,19 @@ def _fold_body(
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
             scored = observed.copy()
             scored[:, sel] = False
-            if scored.any():
-                y = z_val[scored]
+            y_extra = np.empty(0)
+            if paper:
+                keep = observed[:, sel].any(axis=1)
+                scored &= keep[:, None]
+                y_extra = z_extra[extra_observed & keep[:, None]]
+            y, pred = z_val[scored], np.empty(0)
+            if y.size:
                 pred, low, high = (a[scored] for a in to_targets(mu, np.sqrt(var)))
-                if np.any(y != 0):
-                    r2[k - 1] = r2_against_zero(y, pred)
                 cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+            y = np.concatenate([y, y_extra])
+            if np.any(y != 0):
+                pred = np.concatenate([pred, np.zeros_like(y_extra)])
+                r2[k - 1] = r2_against_zero(y, pred)
             ent[k - 1] = gaussian_entropy(sigma, sel)
             mi[k - 1] = gaussian_mutual_information(sigma, sel)
         resid = np.full(k_max, np.nan)
@@ -206,7 +241,9 @@ def _nanstd(a: np.ndarray) -> float:
     return float(a.std()) if a.size else float("nan")
 
 
-def _check_common(scores: ScoreMatrix, objectives, k_max) -> ScoreMatrix:
+def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default") -> ScoreMatrix:
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}; got {scoring!r}")
     for obj in objectives:
         if obj not in OBJECTIVES:
             raise ValueError(f"objectives must be among {', '.join(OBJECTIVES)}; got {obj!r}")
@@ -237,10 +274,11 @@ def _evaluate(
     backend: str | None = None,
     progress=None,
     transform: str = "none",
+    scoring: str = "default",
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
-    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform)
+    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring)
     per_fold = []
 
     def collect(results) -> None:
@@ -296,6 +334,7 @@ def _evaluate(
         r2=r2,
         orders=orders,
         protocol=protocol,
+        scoring=scoring,
     )
 
 
@@ -315,6 +354,7 @@ def cross_validate(
     backend: str | None = None,
     progress=None,
     transform: str = "none",
+    scoring: str = "default",
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -348,15 +388,20 @@ def cross_validate(
     transform : {"none", "logit"}, default "none"
         Fit, select and predict in transformed units (App. K); predictions
         and intervals are mapped back and scored in standardized raw units.
+    scoring : {"default", "paper"}, default "default"
+        Which cells the R^2 counts. ``"paper"`` follows the published code:
+        validation models with no selected item observed are left out, and
+        columns too sparse to model are scored against the training mean
+        (see the module notes).
 
     Returns
     -------
     CVResult
     """
-    scores = _check_common(scores, objectives, k_max)
+    scores = _check_common(scores, objectives, k_max, scoring)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
-                     clip, level, seed, n_jobs, backend, progress, transform)
+                     clip, level, seed, n_jobs, backend, progress, transform, scoring)
 
 
 def extrapolate(
@@ -372,6 +417,7 @@ def extrapolate(
     level: float = 0.9,
     seed: int = 0,
     transform: str = "none",
+    scoring: str = "default",
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -381,8 +427,10 @@ def extrapolate(
     :func:`cross_validate` (one split, so ``r2_std`` and ``stability`` are
     undefined and reported as ``None``). Interval coverage says whether the
     error bars stay honest for models stronger than any the model has seen.
+    ``scoring`` is as in :func:`cross_validate`.
     """
-    scores = _check_common(scores, objectives, k_max)
+    scores = _check_common(scores, objectives, k_max, scoring)
     split = strength_split(scores.values, train_fraction, test_fraction)
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
-                     covariance, ridge, clip, level, seed, 1, transform=transform)
+                     covariance, ridge, clip, level, seed, 1, transform=transform,
+                     scoring=scoring)
