@@ -5,8 +5,8 @@ anyone can get. Each item has bounds ``[low, high]``: given by the user, or
 inferred from the training column by :func:`infer_bounds`. Predictions and
 interval ends are clipped into them (:func:`clip_to_bounds`).
 
-The rule for inference is the one :func:`benchsel.prediction.percent_scale`
-uses to tell fractions from percentages, so both agree on a column's scale.
+:func:`column_scale` is the one rule that tells fractions from percentages;
+:func:`benchsel.prediction.percent_scale` reads it too.
 """
 
 from __future__ import annotations

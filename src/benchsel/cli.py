@@ -55,7 +55,7 @@ def _item_names(text: str | None, items) -> list[str]:
     while they form a known name, and a bare task name stands for its one
     column. Unknown names pass through (the model rejects them by name).
     """
-    known, by_task = set(items), _task_columns(items)
+    known = set(items)
     pieces, out, i = _names(text), [], 0
     while i < len(pieces):
         for j in range(len(pieces), i, -1):
@@ -63,9 +63,7 @@ def _item_names(text: str | None, items) -> list[str]:
             if name in known:
                 break
         else:
-            name, j = pieces[i], i + 1
-            if len(by_task.get(name, ())) == 1:
-                name = by_task[name][0]
+            name, j = _as_items([pieces[i]], items)[0], i + 1
         out.append(name)
         i = j
     return out

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
+from ..bounds import column_scale
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer
@@ -54,12 +55,12 @@ class Completion:
 
 
 def percent_scale(values: np.ndarray) -> np.ndarray:
-    """Per column: 1 for fractions in [0, 1], 100 for percentages in [0, 100], NaN otherwise."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN: fine
-        low = np.nanmin(values, axis=0)
-        high = np.nanmax(values, axis=0)
-    return np.where(low < 0, np.nan, np.where(high <= 1, 1.0, np.where(high <= 100, 100.0, np.nan)))
+    """Per column: 1 for fractions in [0, 1], 100 for percentages in [0, 100], NaN otherwise.
+
+    The scale :func:`benchsel.bounds.column_scale` reads, as a number.
+    """
+    scale = column_scale(values)
+    return np.where(scale == "fraction", 1.0, np.where(scale == "percent", 100.0, np.nan))
 
 
 class _Latent:
