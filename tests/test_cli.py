@@ -268,10 +268,12 @@ def test_predict_on_a_leaderboard_csv_path(capsys, tmp_path):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "new model: 9 predicted from 2 observed"
-    assert "low (90%)" in lines[1]
-    predicted = {line.split("  ")[0] for line in lines[3:]}
+    assert lines[1].startswith("  method: ") and "(auto: best of a cross-validation" in lines[1]
+    assert lines[2].startswith("  intervals: calibrated on held-out source models, x")
+    assert "low (90%)" in lines[3]
+    predicted = {line.split("  ")[0] for line in lines[5:]}
     assert "Math" not in predicted and "Reasoning" in predicted
-    assert len(lines) == 3 + 9
+    assert len(lines) == 5 + 9
 
 
 # ------------------------------------------------------------------ spectrum

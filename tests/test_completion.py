@@ -89,7 +89,8 @@ def test_gaussian_completion_is_the_conditional_mean():
     values = data.values.copy()
     values[:5, :6] = np.nan
     res = complete(values, "gaussian")
-    model = GaussianModel().fit(ScoreMatrix(values, data.models, data.items))
+    # complete() gives the predictor's own std; calibration is a separate step.
+    model = GaussianModel(calibration="none").fit(ScoreMatrix(values, data.models, data.items))
     pred = model.predict(ScoreMatrix(values[:5], data.models[:5], data.items))
     np.testing.assert_allclose(res.mean[:5], pred.mean, rtol=1e-9)
     np.testing.assert_allclose(res.std[:5], pred.std, rtol=1e-9)
@@ -122,3 +123,62 @@ def test_cli_complete_json_and_predict_method(capsys):
     assert out["method"] == "svd+ridge" and len(out["predictions"]) == 9
     with pytest.raises(SystemExit):
         main(["predict", "helm_lite", "--observed", "GSM8K=0.6", "--method", "knn"])
+
+
+# ------------------------------------------------------------------ auto
+def test_auto_choice_is_never_empty_and_small_boards_fall_back():
+    from benchsel.prediction.completion import choose_completer
+
+    values = load_dataset("wildbench").values
+    choice = choose_completer(values, methods=["mean", "gaussian", "ridge"])
+    assert choice.method in ("mean", "gaussian", "ridge") and choice.cells > 0
+    assert set(choice.fallbacks) | {choice.method} == {"mean", "gaussian", "ridge"}
+    # The winner has the lowest MedAPE among methods that predicted >= 99%.
+    eligible = [m for m in choice.medape if choice.coverage[m] >= 99]
+    assert choice.method == min(eligible, key=choice.medape.get)
+    assert choice.margin >= 0
+    tiny = choose_completer(values[:2])
+    assert tiny.method == "gaussian" and tiny.cells == 0 and tiny.fallbacks == ("mean",)
+
+
+def test_auto_fills_cells_its_winner_cannot_predict():
+    from benchsel.prediction.completion import MethodChoice, complete_auto
+
+    values = load_dataset("merged").cleaned().values
+    ridge = complete(values, "ridge")
+    assert np.isnan(ridge.mean).any()  # sparse board: ridge leaves cells out
+    forced = MethodChoice("ridge", ("gaussian", "mean"), {}, {}, 0)
+    res = complete_auto(values, forced)
+    gap = np.isnan(ridge.mean)
+    assert not np.isnan(res.mean).any()
+    np.testing.assert_allclose(res.mean[gap], complete(values, "gaussian").mean[gap])
+    np.testing.assert_allclose(res.mean[~gap], ridge.mean[~gap])
+
+
+def test_auto_in_the_complete_protocol_never_sees_the_hidden_cells():
+    data = load_dataset("bigcodebench").cleaned()
+    methods = ("mean", "gaussian", "svd", "auto")
+    first = evaluate_completion(data, methods=methods, seed=3, calibrate=False)
+    # Scramble the cells fold 0 hides (they train folds 1 and 2): fold 0's
+    # nested choice must not move.
+    values = data.values.copy()
+    mask = completion_masks(~np.isnan(values), 0.5, 3, 8, seed=3)[0]
+    values[mask] = np.random.default_rng(0).uniform(0, 100, size=mask.sum())
+    second = evaluate_completion(data._replace(values=values), methods=methods, seed=3,
+                                 calibrate=False)
+    assert len(first.choices) == 3
+    assert first.choices[0] == second.choices[0]
+    assert first.choices[1:] != second.choices[1:]  # the scrambled cells did matter there
+    assert first.default
+
+
+def test_predict_auto_reports_its_choice():
+    from benchsel import GaussianModel
+
+    data = load_dataset("wildbench")
+    model = GaussianModel().fit(data)
+    given = {name: float(data.values[0, data.items.index(name)]) for name in data.items[:3]}
+    pred = model.predict(given, method="auto")
+    choice = pred.to_dict()["choice"]
+    assert pred.method == "auto" and choice["method"] in COMPLETERS
+    assert choice["cells"] > 0 and not np.isnan(pred.mean).any()

@@ -30,7 +30,7 @@ from .evaluation import (
     oracle_subsets,
     spectrum,
 )
-from .gaussian import COVARIANCE_METHODS, GaussianModel
+from .gaussian import CALIBRATIONS, COVARIANCE_METHODS, GaussianModel
 from .io import parse_observed, read_costs, write_text_atomic
 from .lmeval import is_lm_eval_path, parse_per_task, read_lm_eval, write_samples
 from .matrix import DataWarning, ScoreMatrix
@@ -172,6 +172,7 @@ def _task_questions(runs, task: str, args):
 
 def _fit(args, scores) -> GaussianModel:
     return GaussianModel(covariance=args.covariance, transform=args.transform,
+                         calibration=args.calibration,
                          bounds=getattr(args, "bounds", "infer")).fit(scores)
 
 
@@ -246,7 +247,7 @@ def cmd_predict(args) -> int:
         scores = _load(args)
         model = _fit(args, scores)
         observed = _observed_benchmarks(args.observed, model.items_)
-        pred = model.predict(observed, level=args.level, method=args.method)
+        pred = model.predict(observed, level=args.level, method=args.method or "auto")
         level = "benchmarks"
     if args.format == "csv":
         _emit_text(args, _prediction_csv(pred))
@@ -266,9 +267,22 @@ def cmd_predict(args) -> int:
                 "questions" + (f", {given} task(s) run in full" if given else "")
                 if level == "questions"
                 else f"{name}: {len(rows)} predicted from {given} observed")
+        if pred.choices:
+            choice = pred.choices[i]
+            margin = choice["margin"]
+            head += (f"\n  method: {choice['method']} (auto: best of a cross-validation on "
+                     f"{choice['cells']} held-out source cells"
+                     + (f", MedAPE {margin:.2f} points below the runner-up)"
+                        if margin is not None else ")"))
+        cal = pred.calibration[i] if pred.calibration else {}
+        if cal.get("method") == "conformal":
+            head += ("\n  intervals: calibrated on held-out source models, "
+                     f"x{cal['multiplier']:.2f} ({cal['regime']} the source models' "
+                     "strength range)")
         ex = pred.extrapolation[i]
         if ex["flag"]:
-            head += "\n  WARNING: extrapolation -- intervals are likely too narrow:"
+            head += ("\n  WARNING: extrapolation -- this model lies outside what the source "
+                     "models cover; predictions are less reliable:")
             head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))
         blocks.append(
             head + "\n"
@@ -290,12 +304,13 @@ def _predict_from_plan(args):
             raise _UsageError(f"--{flag.replace('_', '-')}: a plan records which lm-eval tasks, "
                               "metrics and filters it reads")
     plan = load_plan(args.plan)
-    if plan.level != "benchmarks" and args.method != "gaussian":
+    if plan.level != "benchmarks" and args.method is not None:
         raise _UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
                           "plan predicts with the methods it was made with")
     if plan.level == "benchmarks":
         observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
-        return plan.predict_benchmarks(observed, level=args.level, method=args.method), "benchmarks"
+        return (plan.predict_benchmarks(observed, level=args.level, method=args.method or "auto"),
+                "benchmarks")
     questions = _observed_questions(plan, args.observed)
     if plan.level == "questions":
         return plan.predict_questions(questions, level=args.level), "questions"
@@ -311,7 +326,8 @@ def _predict_from_plan(args):
 def _refuse_fit_options(args, message: str) -> None:
     """Usage error for a model option given where no model is fitted."""
     for flag, value, default in (("--covariance", args.covariance, "auto"),
-                                 ("--transform", args.transform, "none")):
+                                 ("--transform", args.transform, "none"),
+                                 ("--calibration", args.calibration, "conformal")):
         if value != default:
             raise _UsageError(message.format(flag=flag))
 
@@ -468,7 +484,8 @@ def cmd_plan(args) -> int:
             include=_item_names(args.include, scores.items),
             exclude=_item_names(args.exclude, scores.items), costs=costs, budget=args.budget,
             target_residual=args.target_residual, seed=args.seed, command=command,
-            covariance=args.covariance, transform=args.transform, bounds=args.bounds)
+            covariance=args.covariance, transform=args.transform, bounds=args.bounds,
+            calibration=args.calibration)
     else:
         if args.level == "questions":
             for flag, value in (("-k", args.k), ("--costs", args.costs),
@@ -505,7 +522,8 @@ def cmd_plan(args) -> int:
                 include=_item_names(args.include, board.items),
                 exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
                 target_residual=args.target_residual, covariance=args.covariance,
-                transform=args.transform, bounds=args.bounds, **questions)
+                transform=args.transform, bounds=args.bounds, calibration=args.calibration,
+                **questions)
     plan.save(args.output, protect=_inputs(args))
     summary = plan.summary()
     summary["plan"] = str(args.output)
@@ -611,9 +629,11 @@ def cmd_evaluate(args) -> int:
     objectives = tuple(_names(args.objectives))
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
+    calibrate = args.calibration == "conformal"
     if args.protocol in ("cv", "extrapolation"):
         common["transform"] = args.transform
         common["scoring"] = args.scoring
+        common["calibrate"] = calibrate
     elif args.transform != "none":
         raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
     elif args.scoring != "default":
@@ -643,7 +663,8 @@ def cmd_evaluate(args) -> int:
             methods = tuple(_names(args.methods)) if args.methods else tuple(COMPLETERS)
             result = evaluate_completion(scores, methods=methods, hide=args.hide,
                                          folds=args.folds if args.folds_given else 3,
-                                         seed=args.seed, progress=progress)
+                                         seed=args.seed, progress=progress,
+                                         calibrate=calibrate)
         else:
             result = oracle_subsets(
                 scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
@@ -657,14 +678,14 @@ def cmd_evaluate(args) -> int:
     if args.protocol == "complete":
         rows = [
             [r.method, r.medape, r.median_ae, r.within3, r.within5, r.coverage,
-             r.interval_coverage]
+             r.interval_coverage, r.uncalibrated_coverage]
             for r in result.rows
         ]
         text = (
             f"complete: each model with >= 8 scores hides {100 * result.hide:g}% of them, "
             f"{result.folds} folds, {head}; best at full coverage: {result.default}\n"
             + _table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
-                      "interval cov %"], rows)
+                      "interval cov %", "uncalibrated %"], rows)
         )
         _emit(args, payload, text)
         return 0
@@ -683,7 +704,7 @@ def cmd_evaluate(args) -> int:
         return 0
     rows = [
         [r.objective, r.k, r.r2_mean, r.r2_std, r.residual_variance, r.interval_coverage,
-         r.stability]
+         r.uncalibrated_coverage, r.stability]
         for r in result.rows
     ]
     setup = (
@@ -694,7 +715,7 @@ def cmd_evaluate(args) -> int:
     text = (
         f"{args.protocol}: {setup}, {head}\n"
         + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
-                  "stability"], rows)
+                  "uncalibrated", "stability"], rows)
     )
     _emit(args, payload, text)
     return 0
@@ -835,6 +856,11 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
     p.add_argument("--transform", choices=TRANSFORMS, default="none",
                    help="per-column transform before modelling: logit of score / training "
                    "max (Smola 2026, App. K); default none")
+    p.add_argument("--calibration", choices=CALIBRATIONS, default="conformal",
+                   help="error bars: conformal (default) widens or narrows the predictor's "
+                   "standard deviation by multipliers measured on held-out source models, a "
+                   "wider one for a model stronger or weaker than every source model; none "
+                   "uses the predictor's own standard deviation")
 
 
 def _add_bounds(p: argparse.ArgumentParser) -> None:
@@ -982,9 +1008,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "questions")
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
-    p.add_argument("--method", choices=list(COMPLETERS), default="gaussian",
-                   help="predictor (default gaussian: the conditional distribution; compare "
-                   "methods on your data with 'benchsel evaluate DATA --protocol complete')")
+    p.add_argument("--method", choices=list(COMPLETERS), default=None,
+                   help="predictor: auto (default) cross-validates every method on the "
+                   "source models, each given the benchmarks the new model was run on, and "
+                   "uses the best (the JSON output's 'choice' says which, by how much); "
+                   "gaussian is the conditional distribution; the rest as in 'benchsel "
+                   "evaluate DATA --protocol complete'")
     p.add_argument("--format", choices=["table", "json", "csv", *_INPUT_FORMATS],
                    default="table",
                    help="output: table (default), json (as --json), or csv: the filled-in "

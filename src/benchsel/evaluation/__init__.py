@@ -1,5 +1,6 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
+from ..splits import Fold, kfold_with_holdout, model_strength, strength_split
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
 from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
@@ -12,7 +13,6 @@ from .metrics import (
 )
 from .oracle import OracleResult, OracleRow, oracle_subsets
 from .spectrum import Spectrum, spectrum
-from .splits import Fold, kfold_with_holdout, model_strength, strength_split
 
 __all__ = [
     "SCORINGS",

@@ -17,19 +17,37 @@ Metrics over the hidden cells:
 * ``coverage`` -- % of hidden cells the method predicted (the others count
   as misses in no other metric);
 * ``interval_coverage`` -- % of predicted cells inside the central interval
-  at ``level``.
+  at ``level``, after calibration (each method's standard deviation times
+  the conformal multipliers of
+  :func:`~benchsel.prediction.completion.calibrate_completion`, fitted on
+  the fold's training matrix alone: its own models hide cells and are
+  filled back);
+* ``uncalibrated_coverage`` -- the same with the method's own standard
+  deviation.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..matrix import ScoreMatrix
-from ..prediction.completion import COMPLETERS, complete, interval
+from ..calibration import range_excess
+from ..matrix import ScoreMatrix, Standardizer
+from ..prediction.completion import (
+    AUTO_MIN_COVERAGE,
+    COMPLETERS,
+    Completion,
+    calibrate_completion,
+    choose_completer,
+    complete,
+    complete_auto,
+    interval,
+    median_ape,
+)
+from ..splits import completion_masks
 from .metrics import json_record
 
 __all__ = ["CompletionRow", "CompletionResult", "evaluate_completion", "completion_masks"]
@@ -45,6 +63,7 @@ class CompletionRow:
     coverage: float
     interval_coverage: float
     cells: int
+    uncalibrated_coverage: float = float("nan")
 
     def to_dict(self) -> dict:
         return json_record(self)
@@ -58,6 +77,7 @@ class CompletionResult:
     seconds: float
     default: str
     rows: list
+    choices: list = field(default_factory=list)
 
     def row(self, method: str) -> CompletionRow:
         return next(r for r in self.rows if r.method == method)
@@ -71,36 +91,8 @@ class CompletionResult:
             "seconds": self.seconds,
             "default": self.default,
             "methods": [r.to_dict() for r in self.rows],
+            "auto_choices": self.choices,
         }
-
-
-def completion_masks(
-    observed: np.ndarray, hide: float = 0.5, folds: int = 3, min_observed: int = 8, seed=0
-) -> list[np.ndarray]:
-    """One boolean mask of hidden cells per fold (see the module docstring)."""
-    if not 0 < hide < 1:
-        raise ValueError(f"hide must be in (0, 1); got {hide!r}")
-    if min_observed < 2:
-        raise ValueError(
-            f"min_observed must be at least 2 (one hidden, one kept); got {min_observed}"
-        )
-    rng = np.random.default_rng(seed)
-    counts = observed.sum(axis=1)
-    eligible = np.flatnonzero(counts >= min_observed)
-    if eligible.size < folds:
-        raise ValueError(
-            f"only {eligible.size} model(s) have at least {min_observed} observed scores; "
-            f"need at least {folds}"
-        )
-    masks = []
-    for part in np.array_split(rng.permutation(eligible), folds):
-        mask = np.zeros_like(observed)
-        for i in part:
-            cells = np.flatnonzero(observed[i])
-            n_hide = min(max(1, int(round(hide * cells.size))), cells.size - 1)
-            mask[i, rng.choice(cells, n_hide, replace=False)] = True
-        masks.append(mask)
-    return masks
 
 
 def _points_factor(values: np.ndarray) -> np.ndarray:
@@ -116,14 +108,18 @@ def evaluate_completion(
     methods: tuple[str, ...] = tuple(COMPLETERS),
     hide: float = 0.5,
     folds: int = 3,
-    min_observed: int = 8,
+    min_observed: int | None = None,
     level: float = 0.9,
     seed: int = 0,
     progress=None,
+    calibrate: bool = True,
 ) -> CompletionResult:
     """Score completion methods on identical hidden cells.
 
-    The ``default`` of the result is the method with the lowest MedAPE among
+    ``min_observed`` defaults to 8, or the number of items when there are
+    fewer. With ``calibrate`` each method's intervals are calibrated on the
+    fold's training matrix (one more completion per fold and method). The
+    ``default`` of the result is the method with the lowest MedAPE among
     those that predicted every hidden cell.
     """
     for m in methods:
@@ -132,47 +128,77 @@ def evaluate_completion(
     scores = scores.cleaned()
     start = time.perf_counter()
     values = scores.values
+    if min_observed is None:
+        min_observed = max(2, min(8, values.shape[1]))
     masks = completion_masks(~np.isnan(values), hide, folds, min_observed, seed)
     factor = _points_factor(values)
-    collected = {m: ([], [], [], [], []) for m in methods}  # true, pred, low, high, factor
+    # true, pred, low, high, points factor, uncalibrated low, uncalibrated high
+    collected = {m: ([], [], [], [], [], [], []) for m in methods}
     done, total = 0, len(methods) * len(masks)
-    for mask in masks:
+    choices = []
+    for f, mask in enumerate(masks):
         train = np.where(mask, np.nan, values)
         cols = np.nonzero(mask)[1]
+        hiding = mask.any(axis=1)
+        z = Standardizer.fit(train).transform(train)
+        outside = np.zeros(values.shape[0])
+        outside[hiding] = range_excess(z[~hiding], z[hiding])
         for m in methods:
-            res = complete(train, m)
+            fit_method = m
+            if m == "auto":
+                # Nested: the choice sees only this fold's training matrix.
+                choice = choose_completer(train, methods=[c for c in methods if c != "auto"]
+                                          or None, hide=hide, seed=[seed, f])
+                choices.append(choice.to_dict())
+                fit_method = choice.method
+                res = complete_auto(train, choice)
+            else:
+                res = complete(train, m)
+            raw_low, raw_high = interval(res, level)
+            if calibrate:
+                cal = calibrate_completion(train, fit_method, level=level, hide=hide,
+                                           seed=[seed, f])
+                res = Completion(res.mean, res.std * cal.factor(outside)[:, None])
             low, high = interval(res, level)
             store = collected[m]
             for bucket, arr in zip(store, (values, res.mean, low, high)):
                 bucket.append(arr[mask])
             store[4].append(factor[cols])
+            store[5].append(raw_low[mask])
+            store[6].append(raw_high[mask])
             done += 1
             if progress is not None:
                 progress(done, total)
     rows = []
     for m in methods:
-        true, pred, low, high, fac = (np.concatenate(a) for a in collected[m])
+        true, pred, low, high, fac, raw_low, raw_high = (np.concatenate(a)
+                                                         for a in collected[m])
         got = ~np.isnan(pred)
         err = np.abs(pred[got] - true[got])
-        nonzero = true[got] != 0
-        ape = 100 * err[nonzero] / np.abs(true[got][nonzero])
         pts = err * fac[got]
         has_int = got & ~np.isnan(low)
-        inside = (low[has_int] <= true[has_int]) & (true[has_int] <= high[has_int])
+        t = true[has_int]
+        inside = (low[has_int] <= t) & (t <= high[has_int])
+        raw_inside = (raw_low[has_int] <= t) & (t <= raw_high[has_int])
         rows.append(
             CompletionRow(
                 method=m,
-                medape=float(np.median(ape)) if ape.size else float("nan"),
+                medape=median_ape(true[got], pred[got]),
                 median_ae=float(np.median(pts)) if pts.size else float("nan"),
                 within3=float(100 * np.mean(pts <= 3)) if pts.size else float("nan"),
                 within5=float(100 * np.mean(pts <= 5)) if pts.size else float("nan"),
                 coverage=float(100 * got.mean()),
                 interval_coverage=float(100 * inside.mean()) if inside.size else float("nan"),
                 cells=int(true.size),
+                uncalibrated_coverage=(float(100 * raw_inside.mean()) if raw_inside.size
+                                       else float("nan")),
             )
         )
-    full = [r for r in rows if r.coverage == 100.0 and not np.isnan(r.medape)]
-    default = min(full, key=lambda r: r.medape).method if full else ""
+    # The rule auto chooses by; never empty: without a method that predicted
+    # nearly every cell, the one that predicted most.
+    full = [r for r in rows if r.coverage >= 100 * AUTO_MIN_COVERAGE and not np.isnan(r.medape)]
+    default = (min(full, key=lambda r: r.medape) if full else
+               max(rows, key=lambda r: (r.coverage, -np.nan_to_num(r.medape, nan=np.inf)))).method
     return CompletionResult(
         dataset=scores.source or "",
         hide=hide,
@@ -180,4 +206,5 @@ def evaluate_completion(
         seconds=time.perf_counter() - start,
         default=default,
         rows=rows,
+        choices=choices,
     )

@@ -38,10 +38,13 @@ import numpy as np
 from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
+from ..calibration import range_excess
+from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
+from ..splits import Fold, kfold_with_holdout, strength_split
 from ..transforms import make_transform
 from .metrics import (
     gaussian_entropy,
@@ -50,7 +53,6 @@ from .metrics import (
     nogueira_stability,
     r2_against_zero,
 )
-from .splits import Fold, kfold_with_holdout, strength_split
 
 __all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "SCORINGS"]
 
@@ -73,6 +75,7 @@ class CVRow:
     mutual_information: float
     interval_coverage: float
     stability: float
+    uncalibrated_coverage: float = float("nan")
 
     def to_dict(self) -> dict:
         """Plain values for JSON; a figure no fold could compute is ``None``, not NaN."""
@@ -143,6 +146,7 @@ def _fold_body(
     level: float,
     transform: str = "none",
     scoring: str = "default",
+    calibrate: bool = True,
 ) -> dict:
     std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
@@ -182,6 +186,8 @@ def _fold_body(
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_covariance(z_train, covariance)
     sigma, mean = est.covariance, est.mean
+    calibrator = (GaussianCalibrator(z_train, covariance=covariance, ridge=ridge, clip=clip,
+                                     seed=[seed, fold.index]) if calibrate else None)
     observed = ~np.isnan(z_val)
     k_top = min(k_max, cols.size - 1)
     if k_top < 1:
@@ -194,6 +200,7 @@ def _fold_body(
         greedy = run_greedy(sigma, k_top, objective=objective, seed=[seed, fold.index])
         r2 = np.full(k_max, np.nan)
         cover = np.full(k_max, np.nan)
+        raw_cover = np.full(k_max, np.nan)
         ent = np.full(k_max, np.nan)
         mi = np.full(k_max, np.nan)
         for k in range(1, k_top + 1):
@@ -210,8 +217,16 @@ def _fold_body(
                 y_extra = z_extra[extra_observed & keep[:, None]]
             y, pred = z_val[scored], np.empty(0)
             if y.size:
-                pred, low, high = (a[scored] for a in to_targets(mu, np.sqrt(var)))
-                cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                sd = np.sqrt(var)
+                pred, low, high = (a[scored] for a in to_targets(mu, sd))
+                raw_cover[k - 1] = cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                if calibrator is not None:
+                    given_items = np.zeros(cols.size, dtype=bool)
+                    given_items[sel] = True
+                    cal = calibrator.calibration(given_items, level)
+                    factor = cal.factor(range_excess(z_train[:, sel], given[:, sel]))
+                    _, low, high = (a[scored] for a in to_targets(mu, sd * factor[:, None]))
+                    cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
             y = np.concatenate([y, y_extra])
             if np.any(y != 0):
                 pred = np.concatenate([pred, np.zeros_like(y_extra)])
@@ -223,6 +238,7 @@ def _fold_body(
         out[objective] = {
             "r2": r2,
             "coverage": cover,
+            "raw_coverage": raw_cover,
             "entropy": ent,
             "mi": mi,
             "residual": resid,
@@ -275,10 +291,12 @@ def _evaluate(
     progress=None,
     transform: str = "none",
     scoring: str = "default",
+    calibrate: bool = True,
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
-    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring)
+    args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
+            calibrate)
     per_fold = []
 
     def collect(results) -> None:
@@ -300,7 +318,7 @@ def _evaluate(
     rows, r2, orders = [], {}, {}
     for obj in objectives:
         stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
-                 ("r2", "coverage", "entropy", "mi", "residual")}
+                 ("r2", "coverage", "raw_coverage", "entropy", "mi", "residual")}
         r2[obj] = stack["r2"]
         fold_orders = [pf[obj]["order"] for pf in per_fold]
         orders[obj] = [[scores.items[j] for j in order] for order in fold_orders]
@@ -323,6 +341,7 @@ def _evaluate(
                     mutual_information=_nanmean(stack["mi"][:, k - 1]),
                     interval_coverage=_nanmean(stack["coverage"][:, k - 1]),
                     stability=stability,
+                    uncalibrated_coverage=_nanmean(stack["raw_coverage"][:, k - 1]),
                 )
             )
     return CVResult(
@@ -355,6 +374,7 @@ def cross_validate(
     progress=None,
     transform: str = "none",
     scoring: str = "default",
+    calibrate: bool = True,
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -393,6 +413,13 @@ def cross_validate(
         validation models with no selected item observed are left out, and
         columns too sparse to model are scored against the training mean
         (see the module notes).
+    calibrate : bool, default True
+        Calibrate each fold's intervals on its own training models
+        (:class:`~benchsel.gaussian.calibrate.GaussianCalibrator`: three
+        random folds and two strength splits, each a covariance fit) before
+        measuring ``interval_coverage``; ``uncalibrated_coverage`` is that of
+        the uncalibrated conditional variance. ``False`` skips the extra
+        fits and reports the uncalibrated coverage in both.
 
     Returns
     -------
@@ -401,7 +428,8 @@ def cross_validate(
     scores = _check_common(scores, objectives, k_max, scoring)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
-                     clip, level, seed, n_jobs, backend, progress, transform, scoring)
+                     clip, level, seed, n_jobs, backend, progress, transform, scoring,
+                     calibrate)
 
 
 def extrapolate(
@@ -418,6 +446,7 @@ def extrapolate(
     seed: int = 0,
     transform: str = "none",
     scoring: str = "default",
+    calibrate: bool = True,
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -427,10 +456,10 @@ def extrapolate(
     :func:`cross_validate` (one split, so ``r2_std`` and ``stability`` are
     undefined and reported as ``None``). Interval coverage says whether the
     error bars stay honest for models stronger than any the model has seen.
-    ``scoring`` is as in :func:`cross_validate`.
+    ``scoring`` and ``calibrate`` are as in :func:`cross_validate`.
     """
     scores = _check_common(scores, objectives, k_max, scoring)
     split = strength_split(scores.values, train_fraction, test_fraction)
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
                      covariance, ridge, clip, level, seed, 1, transform=transform,
-                     scoring=scoring)
+                     scoring=scoring, calibrate=calibrate)

@@ -21,9 +21,9 @@ from threadpoolctl import threadpool_limits
 
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
+from ..splits import kfold_with_holdout
 from .cv import _check_common, cross_validate
 from .metrics import json_record
-from .splits import kfold_with_holdout
 
 __all__ = ["OracleRow", "OracleResult", "oracle_subsets"]
 

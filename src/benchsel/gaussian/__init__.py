@@ -1,5 +1,6 @@
 """Gaussian model of scores: covariance estimation, conditioning, the fitted model."""
 
+from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
 from .covariance import (
     COVARIANCE_METHODS,
@@ -9,12 +10,14 @@ from .covariance import (
     estimate_covariance,
     pairwise_covariance,
 )
-from .model import GaussianModel, Prediction, Selection
+from .model import CALIBRATIONS, GaussianModel, Prediction, Selection
 
 __all__ = [
+    "CALIBRATIONS",
     "COVARIANCE_METHODS",
     "ConvergenceWarning",
     "CovarianceEstimate",
+    "GaussianCalibrator",
     "GaussianModel",
     "Prediction",
     "Selection",

@@ -11,9 +11,11 @@ from scipy.stats import norm
 
 from .._linalg import cholesky
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds
+from ..calibration import range_excess
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
+from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
 
@@ -95,6 +97,16 @@ class Prediction:
         ``scale_mismatch``. Predictions for flagged models are
         extrapolations: in the extrapolation protocol on MTEB and MERGED
         their 90% intervals cover far less than 90%.
+    calibration : list of dict
+        Per model, how its intervals were calibrated: ``method``
+        (``conformal`` or ``none``), ``regime`` (``inside`` or ``outside``
+        the training models' strength range on the observed items),
+        ``multiplier`` (applied to the method's own standard deviation) and
+        ``cells`` (held-out cells behind it).
+    choices : list of dict
+        With ``method="auto"``, per model, the method that won the
+        cross-validation on the training models for its observed items
+        (:meth:`benchsel.prediction.MethodChoice.to_dict`).
     """
 
     models: list[str]
@@ -107,6 +119,8 @@ class Prediction:
     level: float
     method: str = "gaussian"
     extrapolation: list = field(default_factory=list)
+    calibration: list = field(default_factory=list)
+    choices: list = field(default_factory=list)
 
     def records(self, row: int = 0, *, include_observed: bool = False) -> list[dict]:
         """One dict per predicted (unobserved) item of model ``row``.
@@ -135,6 +149,8 @@ class Prediction:
         out: dict = {"method": self.method, "level": self.level}
         entries = [
             {"model": name, "extrapolation": self.extrapolation[i],
+             **({"calibration": self.calibration[i]} if self.calibration else {}),
+             **({"choice": self.choices[i]} if self.choices else {}),
              "predictions": self.records(i, include_observed=include_observed)}
             for i, name in enumerate(self.models)
         ]
@@ -145,9 +161,24 @@ class Prediction:
         return out
 
 
+def _take_rows(pred: Prediction, rows) -> Prediction:
+    """The prediction of the given models only."""
+    rows = list(rows)
+    return Prediction(
+        models=[pred.models[r] for r in rows], items=pred.items, mean=pred.mean[rows],
+        std=pred.std[rows], low=pred.low[rows], high=pred.high[rows],
+        observed=pred.observed[rows], level=pred.level, method=pred.method,
+        extrapolation=[pred.extrapolation[r] for r in rows],
+        calibration=[pred.calibration[r] for r in rows] if pred.calibration else [])
+
+
 def _gap(value: float, lo: float, hi: float) -> float:
     """Distance from ``value`` to the interval ``[lo, hi]`` (0 inside)."""
     return max(lo - value, value - hi, 0.0)
+
+
+#: Accepted values of ``GaussianModel(calibration=...)``.
+CALIBRATIONS = ("conformal", "none")
 
 
 class GaussianModel:
@@ -191,6 +222,16 @@ class GaussianModel:
         ``"0,100"``: the same bounds for every item; a mapping
         ``{item: (low, high)}``: for the items it names, inferred for the
         rest. Bounds that exclude a training score are an error.
+    calibration : {"conformal", "none"}, default "conformal"
+        ``conformal``: the conditional standard deviation is multiplied by
+        conformal multipliers measured on the training models themselves
+        (three random folds and two strength splits, refitted; see
+        :mod:`benchsel.calibration`), one for a new model within the
+        strength range of the training models and a wider one for a model
+        beyond it, so that intervals cover what they claim on held-out
+        models. Calibrating costs five more covariance fits, done on the
+        first :meth:`predict` and reused. ``none``: the Gaussian
+        conditional variance alone.
 
     Attributes
     ----------
@@ -231,6 +272,7 @@ class GaussianModel:
         ridge: float = 0.0,
         transform: str = "none",
         bounds=None,
+        calibration: str = "conformal",
     ):
         self.covariance = covariance
         self.shrinkage = shrinkage
@@ -240,6 +282,7 @@ class GaussianModel:
         self.ridge = ridge
         self.transform = transform
         self.bounds = bounds
+        self.calibration = calibration
 
     # ------------------------------------------------------------------ fit
     def _validate_params(self) -> None:
@@ -252,6 +295,10 @@ class GaussianModel:
             raise ValueError(f"floor must be a positive number; got {self.floor!r}")
         if not (np.isfinite(self.ridge) and self.ridge >= 0):
             raise ValueError(f"ridge must be a non-negative number; got {self.ridge!r}")
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(
+                f"calibration must be one of {', '.join(CALIBRATIONS)}; got {self.calibration!r}"
+            )
         if self.transform not in TRANSFORMS:
             raise ValueError(
                 f"transform must be one of {', '.join(TRANSFORMS)}; got {self.transform!r}"
@@ -307,6 +354,8 @@ class GaussianModel:
             tol=self.tol,
         )
         self.scores_ = scores
+        self._z = z
+        self._calibrator = None
         self.items_ = items
         self.bounds_ = np.vstack([low, high])
         self.standardizer_ = std
@@ -486,7 +535,12 @@ class GaussianModel:
         level : float in (0, 1), default 0.9
             Coverage of the central interval ``[low, high]``.
         method : str, default "gaussian"
-            ``gaussian``: this model's conditional distribution. Any other
+            ``gaussian``: this model's conditional distribution. ``auto``:
+            per pattern of observed items, the method that predicts the
+            training models' other items best from the same items
+            (:func:`benchsel.prediction.choose_completer`; the Gaussian
+            conditional when that wins, and always for noisy scores or
+            under a transform). Any other
             name of :data:`benchsel.prediction.COMPLETERS` completes the
             training matrix stacked on the new rows with that method instead
             (the ``complete`` protocol compares them); cells it cannot
@@ -509,17 +563,24 @@ class GaussianModel:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
         models, x = self._rows(observed)
         std, transform = self.standardizer_, self.transform_
+        if method == "auto" and (observed_std is not None or transform.name != "none"):
+            method = "gaussian"  # the only method for noisy scores or transformed units
         noise = self._noise(observed_std, x, method)
         z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
             z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge, noise=noise
         )
         center = std.inverse(mu_z)
-        spread = np.sqrt(var_z) * std.scale
+        calibration = self._calibrate(z, level)
+        factor = np.array([c["multiplier"] for c in calibration])[:, None]
+        # A cell measured with noise keeps its own error: calibration is of
+        # predictions of items not run.
+        factor = np.where(np.isnan(x), factor, 1.0)
+        spread = np.sqrt(var_z) * std.scale * factor
         half = norm.ppf(0.5 + level / 2) * spread
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
-        if method != "gaussian" and transform.name != "none":
+        if method not in ("gaussian", "auto") and transform.name != "none":
             raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
         # The transform is monotone: interval ends map through it; the
         # standard deviation by the delta method at the centre.
@@ -533,6 +594,7 @@ class GaussianModel:
             *self.bounds_,
         )
         gaussian = Prediction(
+            calibration=calibration,
             extrapolation=self.extrapolation(x),
             models=models,
             items=list(self.items_),
@@ -545,7 +607,64 @@ class GaussianModel:
         )
         if method == "gaussian":
             return gaussian
+        if method == "auto":
+            return self._predict_auto(models, x, gaussian)
         return self._predict_by_completion(models, x, gaussian, method)
+
+    def _predict_auto(self, models, x, gaussian: Prediction) -> Prediction:
+        """Per pattern of observed items: the method that wins a CV on the training models."""
+        from ..prediction.completion import choose_completer
+
+        given = ~np.isnan(x)
+        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        parts, choices = {}, [None] * len(models)
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(inverse == g)
+            choice = choose_completer(self.scores_.values, given=pattern)
+            part = _take_rows(gaussian, rows)
+            if choice.method != "gaussian":
+                part = self._predict_by_completion(
+                    [models[r] for r in rows], x[rows], part, choice.method)
+            parts[g] = part
+            for r in rows:
+                choices[r] = choice.to_dict()
+        pick = [(inverse[r], int(np.sum(inverse[:r] == inverse[r]))) for r in range(len(models))]
+
+        def stack(name):
+            return np.stack([getattr(parts[g], name)[i] for g, i in pick])
+
+        return Prediction(
+            models=list(models), items=list(self.items_), mean=stack("mean"),
+            std=stack("std"), low=stack("low"), high=stack("high"),
+            observed=stack("observed"), level=gaussian.level, method="auto",
+            extrapolation=gaussian.extrapolation,
+            calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
+
+    def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
+        """Per new row (standardized, NaN = not given): its regime and multiplier."""
+        given = ~np.isnan(z)
+        none = {"method": "none", "regime": None, "multiplier": 1.0}
+        if self.calibration == "none":
+            return [dict(none) for _ in range(z.shape[0])]
+        if self._calibrator is None:
+            self._calibrator = GaussianCalibrator(
+                self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
+                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage)
+        out = [dict(none) for _ in range(z.shape[0])]
+        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(inverse.reshape(-1) == g)
+            cal = self._calibrator.calibration(pattern, level)
+            if not (pattern.any() and cal.calibrated):
+                continue
+            excess = range_excess(self._z[:, pattern], z[np.ix_(rows, np.flatnonzero(pattern))])
+            for r, e in zip(rows, excess):
+                regime = "outside" if e > 0 else "inside"
+                out[r] = {"method": "conformal", "regime": regime,
+                          "multiplier": float(cal.factor(e)),
+                          "cells": cal.n_outside if e > 0 else cal.n_inside}
+        return out
 
     def _noise(self, observed_std, x: np.ndarray, method: str) -> np.ndarray | None:
         """Measurement variances in standardized units, or None when every score is exact."""
@@ -564,9 +683,12 @@ class GaussianModel:
         return (sd / self.standardizer_.scale) ** 2
 
     def _predict_by_completion(self, models, x, gaussian: Prediction, method) -> Prediction:
-        from ..prediction.completion import complete_new_rows, interval
+        from ..prediction.completion import Completion, complete_new_rows, interval
 
         res = complete_new_rows(self.scores_.values, x, method)
+        calibration = self._calibrate_completion(x, method, gaussian.level)
+        factor = np.array([c["multiplier"] for c in calibration])
+        res = Completion(res.mean, res.std * factor[:, None])
         low, high = interval(res, gaussian.level)
         missed = np.isnan(res.mean) | np.isnan(res.std)
         if missed.any():
@@ -594,7 +716,34 @@ class GaussianModel:
             observed=observed,
             level=gaussian.level,
             method=method,
+            calibration=calibration,
         )
+
+    def _calibrate_completion(self, x: np.ndarray, method: str, level: float) -> list[dict]:
+        """As :meth:`_calibrate`, for a completion method (raw scores, per pattern)."""
+        from ..prediction.completion import calibrate_completion
+
+        none = {"method": "none", "regime": None, "multiplier": 1.0}
+        out = [dict(none) for _ in range(x.shape[0])]
+        if self.calibration == "none":
+            return out
+        train = self.scores_.values
+        z_train = self._raw_standardizer.transform(train)
+        z_new = self._raw_standardizer.transform(x)
+        given = ~np.isnan(x)
+        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(inverse.reshape(-1) == g)
+            cal = calibrate_completion(train, method, level=level, given=pattern)
+            if not (pattern.any() and cal.calibrated):
+                continue
+            excess = range_excess(z_train[:, pattern],
+                                  z_new[np.ix_(rows, np.flatnonzero(pattern))])
+            for r, e in zip(rows, excess):
+                out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
+                          "multiplier": float(cal.factor(e)),
+                          "cells": cal.n_outside if e > 0 else cal.n_inside}
+        return out
 
     def extrapolation(self, observed) -> list[dict]:
         """Whether predictions for new models are extrapolations, and why.

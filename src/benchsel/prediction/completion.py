@@ -14,6 +14,11 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
   with the target that the model has, in logit space.
 * ``svd+ridge`` -- their average where both predict (the published blend).
 * ``gaussian+svd`` -- the average of ``gaussian`` and ``svd``.
+* ``auto`` -- the method that wins a cross-validation on the matrix itself
+  (:func:`choose_completer`: the ``complete`` protocol's hidden cells, but
+  drawn from the matrix being completed, so a held-out cell of an outer
+  protocol is never seen); cells it cannot predict are filled by the
+  runner-up, and so on, down to the column mean.
 
 Percentage-scale columns are those with all scores in ``[0, 100]``; scores
 in ``[0, 1]`` are taken as fractions.
@@ -30,14 +35,21 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from ..bounds import column_scale
+from ..calibration import Calibration, fit_calibration, range_excess
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer
+from ..splits import completion_masks
 
 __all__ = [
     "Completion",
     "COMPLETERS",
+    "MethodChoice",
+    "calibrate_completion",
+    "choose_completer",
     "complete",
+    "complete_auto",
+    "median_ape",
     "complete_new_rows",
     "interval",
     "percent_scale",
@@ -274,7 +286,172 @@ COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
     "ridge": complete_ridge,
     "svd+ridge": complete_svd_ridge,
     "gaussian+svd": complete_gaussian_svd,
+    "auto": lambda values: complete_auto(values),
 }
+
+
+#: ``auto`` chooses among the methods that predict at least this share of held-out cells.
+AUTO_MIN_COVERAGE = 0.99
+
+
+def median_ape(true: np.ndarray, pred: np.ndarray) -> float:
+    """Median absolute percentage error over cells with a nonzero true score (NaN if none)."""
+    nonzero = true != 0
+    ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / np.abs(true[nonzero])
+    return float(np.median(ape)) if ape.size else float("nan")
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """The completion method ``auto`` chose, and the figures it chose by.
+
+    Attributes
+    ----------
+    method : str
+        The winner: lowest MedAPE among methods that predicted at least
+        :data:`AUTO_MIN_COVERAGE` of the held-out cells (when none did, the
+        method that predicted most).
+    fallbacks : tuple of str
+        The others in rank order, then ``mean``: who fills a cell the
+        winner cannot predict.
+    medape, coverage : dict
+        Per method, MedAPE (%) and share of held-out cells predicted (%).
+    cells : int
+        Held-out cells the choice was made on (0: too few models to hold
+        any out; the choice is then ``gaussian``).
+    """
+
+    method: str
+    fallbacks: tuple
+    medape: dict
+    coverage: dict
+    cells: int
+
+    @property
+    def margin(self) -> float:
+        """MedAPE of the runner-up minus the winner's (NaN without one)."""
+        ranked = [m for m in (self.method, *self.fallbacks) if m in self.medape]
+        if len(ranked) < 2:
+            return float("nan")
+        return float(self.medape[ranked[1]] - self.medape[ranked[0]])
+
+    def to_dict(self) -> dict:
+        def num(v):
+            return None if v is None or not np.isfinite(v) else float(v)
+
+        return {"method": self.method, "fallbacks": list(self.fallbacks),
+                "margin": num(self.margin), "cells": self.cells,
+                "medape": {m: num(v) for m, v in self.medape.items()},
+                "coverage": {m: num(v) for m, v in self.coverage.items()}}
+
+
+def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
+    """Hidden cells for :func:`choose_completer` (see there); [] when too few models."""
+    if given is None:
+        try:
+            return completion_masks(observed, hide, folds, max(2, min(8, observed.shape[1])),
+                                    seed)
+        except ValueError:
+            return []
+    given = np.asarray(given, dtype=bool)
+    usable = np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
+    if usable.size < folds:
+        return []
+    rng = np.random.default_rng(seed)
+    masks = []
+    for part in np.array_split(rng.permutation(usable), folds):
+        mask = np.zeros_like(observed)
+        mask[part] = observed[part] & ~given
+        masks.append(mask)
+    return masks
+
+
+def choose_completer(
+    values: np.ndarray, *, methods=None, given=None, folds: int = 3, hide: float = 0.5,
+    seed=0,
+) -> MethodChoice:
+    """Cross-validate completion methods on ``values`` and rank them.
+
+    The folds hide cells of the matrix itself: with ``given`` (a boolean
+    mask of items, the pattern of a new model) each held-out model keeps
+    only its given cells, as the new model has; otherwise a fraction
+    ``hide`` of its cells, as in the ``complete`` protocol. Every method sees
+    the same folds.
+
+    Parameters
+    ----------
+    values : ndarray of shape (M, N)
+    methods : sequence of str, optional
+        Candidates (default: every method of :data:`COMPLETERS` but ``auto``).
+    given : array-like of bool, shape (N,), optional
+    folds : int, default 3
+    hide : float, default 0.5
+    seed : int, default 0
+
+    Returns
+    -------
+    MethodChoice
+    """
+    values = np.asarray(values, dtype=float)
+    methods = [m for m in (methods or COMPLETERS) if m != "auto"]
+    for m in methods:
+        if m not in COMPLETERS:
+            raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
+    masks = _auto_masks(~np.isnan(values), given, folds, hide, seed)
+    if not masks:
+        return MethodChoice("gaussian", ("mean",), {}, {}, 0)
+    true = np.concatenate([values[mask] for mask in masks])
+    pred = {m: [] for m in methods}
+    for mask in masks:
+        done = _complete_many(np.where(mask, np.nan, values), methods)
+        for m in methods:
+            pred[m].append(done[m].mean[mask])
+    medape, coverage = {}, {}
+    for m in methods:
+        p = np.concatenate(pred[m])
+        got = ~np.isnan(p)
+        coverage[m] = float(100 * got.mean())
+        medape[m] = median_ape(true[got], p[got])
+    full = sorted((m for m in methods if coverage[m] >= 100 * AUTO_MIN_COVERAGE
+                   and np.isfinite(medape[m])), key=lambda m: medape[m])
+    rest = sorted((m for m in methods if m not in full),
+                  key=lambda m: (-coverage[m], medape[m] if np.isfinite(medape[m]) else np.inf))
+    ranked = full + rest
+    fallbacks = tuple(ranked[1:]) + (() if "mean" in ranked else ("mean",))
+    return MethodChoice(ranked[0], fallbacks, medape, coverage, int(true.size))
+
+
+#: Blends by their parts, so that comparing methods completes each part once.
+_BLENDS = {"svd+ridge": ("svd", "ridge"), "gaussian+svd": ("gaussian", "svd")}
+
+
+def _complete_many(values: np.ndarray, methods) -> dict[str, Completion]:
+    """``complete(values, m)`` for each method, each blend's parts computed once."""
+    done: dict[str, Completion] = {}
+
+    def get(m):
+        if m not in done:
+            parts = _BLENDS.get(m)
+            done[m] = _blend(get(parts[0]), get(parts[1])) if parts else complete(values, m)
+        return done[m]
+
+    return {m: get(m) for m in methods}
+
+
+def complete_auto(values: np.ndarray, choice: MethodChoice | None = None) -> Completion:
+    """Complete with the method :func:`choose_completer` ranks first, gaps by the next ones."""
+    values = np.asarray(values, dtype=float)
+    choice = choice or choose_completer(values)
+    ranked = (choice.method, *choice.fallbacks)
+    res = _complete_many(values, ranked[:1])[choice.method]
+    mean, std = res.mean.copy(), res.std.copy()
+    for m in ranked[1:]:
+        gap = np.isnan(mean)
+        if not gap.any():
+            break
+        other = _complete_many(values, [m])[m]
+        mean[gap], std[gap] = other.mean[gap], other.std[gap]
+    return Completion(mean, std)
 
 
 def complete(values: np.ndarray, method: str = "gaussian") -> Completion:
@@ -300,6 +477,68 @@ def complete_new_rows(
     res = complete(stacked, method)
     rows = slice(train.shape[0], None)
     return Completion(res.mean[rows], res.std[rows])
+
+
+def completion_residuals(
+    values: np.ndarray, method: str, *, given=None, hide: float = 0.5, seed=0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Held-out residuals of a completion method on the matrix it will complete.
+
+    A third of the models with at least two observed scores hide cells and
+    the method completes the rest: with ``given`` (a boolean mask of items,
+    the pattern a new model was run on) each of them keeps only its given
+    cells, as a new model does; otherwise a fraction ``hide`` of its cells,
+    as in the ``complete`` protocol. The regime of a hiding model compares
+    its strength on its kept cells with the other models'.
+
+    Returns
+    -------
+    residual, std : ndarray of shape (n,)
+        ``y - mean`` and the method's standard deviation on hidden cells it
+        predicted.
+    excess : ndarray of shape (n,)
+        How far the hiding model lies outside the others' strength range.
+    """
+    values = np.asarray(values, dtype=float)
+    observed = ~np.isnan(values)
+    empty = (np.empty(0), np.empty(0), np.empty(0))
+    if given is None:
+        try:
+            mask = completion_masks(observed, hide, 3, min(8, values.shape[1]), seed)[0]
+        except ValueError:  # too few models to hold any out
+            return empty
+    else:
+        given = np.asarray(given, dtype=bool)
+        usable = np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
+        if usable.size < 3:
+            return empty
+        rng = np.random.default_rng(seed)
+        rows = rng.permutation(usable)[: max(1, usable.size // 3)]
+        mask = np.zeros_like(observed)
+        mask[rows] = observed[rows] & ~given
+    train = np.where(mask, np.nan, values)
+    res = complete(train, method)
+    hiding = mask.any(axis=1)
+    z = Standardizer.fit(train).transform(train)
+    outside = np.zeros(values.shape[0])
+    outside[hiding] = range_excess(z[~hiding], z[hiding])
+    cells = mask & ~np.isnan(res.mean)
+    rows = np.nonzero(cells)[0]
+    return values[cells] - res.mean[cells], res.std[cells], outside[rows]
+
+
+def calibrate_completion(
+    values: np.ndarray, method: str, *, level: float = 0.9, given=None, hide: float = 0.5,
+    seed=0,
+) -> Calibration:
+    """Per-regime conformal multipliers of a completion method's standard deviation.
+
+    From :func:`completion_residuals` (one held-out third of the models; see
+    :mod:`benchsel.calibration`). Uncalibrated when the matrix is too small.
+    """
+    residual, std, excess = completion_residuals(values, method, given=given, hide=hide,
+                                                  seed=seed)
+    return fit_calibration(residual, std, excess, level=level)
 
 
 def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Splits of models into training and validation sets."""
+"""Splits of models into training and validation sets, and of cells into kept and hidden."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..matrix import model_strength
+from .matrix import model_strength
 
-__all__ = ["Fold", "kfold_with_holdout", "model_strength", "strength_split"]
+__all__ = [
+    "Fold", "completion_masks", "kfold_with_holdout", "model_strength", "strength_split",
+]
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,38 @@ def strength_split(
     if n_train < 3 or n_test < 1:
         raise ValueError(f"{m} models are too few for a {train_fraction:g}/{test_fraction:g} split")
     return Fold(0, np.sort(order[:n_train]), np.sort(order[m - n_test:]))
+
+
+def completion_masks(
+    observed: np.ndarray, hide: float = 0.5, folds: int = 3, min_observed: int = 8, seed=0
+) -> list[np.ndarray]:
+    """One boolean mask of hidden cells per fold: the ``complete`` protocol's split.
+
+    Models with at least ``min_observed`` observed scores are split at
+    random into ``folds`` folds; every model of a fold hides a random
+    fraction ``hide`` of its observed scores (rounded, at least one, never
+    all of them).
+    """
+    if not 0 < hide < 1:
+        raise ValueError(f"hide must be in (0, 1); got {hide!r}")
+    if min_observed < 2:
+        raise ValueError(
+            f"min_observed must be at least 2 (one hidden, one kept); got {min_observed}"
+        )
+    rng = np.random.default_rng(seed)
+    counts = observed.sum(axis=1)
+    eligible = np.flatnonzero(counts >= min_observed)
+    if eligible.size < folds:
+        raise ValueError(
+            f"only {eligible.size} model(s) have at least {min_observed} observed scores; "
+            f"need at least {folds}"
+        )
+    masks = []
+    for part in np.array_split(rng.permutation(eligible), folds):
+        mask = np.zeros_like(observed)
+        for i in part:
+            cells = np.flatnonzero(observed[i])
+            n_hide = min(max(1, int(round(hide * cells.size))), cells.size - 1)
+            mask[i, rng.choice(cells, n_hide, replace=False)] = True
+        masks.append(mask)
+    return masks

@@ -1,0 +1,197 @@
+"""Conformal calibration of error bars: the pieces against slow references, and
+coverage on synthetic data where the truth is known."""
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from benchsel.calibration import (
+    Calibration,
+    calibration_splits,
+    conformal_quantile,
+    fit_calibration,
+    outside_range,
+)
+from benchsel.evaluation import evaluate_completion, extrapolate
+from benchsel.gaussian.calibrate import GaussianCalibrator
+from benchsel.matrix import ScoreMatrix
+from benchsel.prediction.completion import calibrate_completion
+
+Z90 = norm.ppf(0.95)
+
+
+def _gaussian_scores(m, n=8, rank=2, noise=0.4, seed=0):
+    rng = np.random.default_rng(seed)
+    loadings = rng.normal(size=(rank, n))
+    return rng.normal(size=(m, rank)) @ loadings + noise * rng.normal(size=(m, n))
+
+
+def test_conformal_quantile_matches_rank_definition():
+    rng = np.random.default_rng(1)
+    for n in (1, 5, 19, 100):
+        s = rng.exponential(size=n)
+        for level in (0.5, 0.9):
+            rank = int(np.ceil((n + 1) * level))
+            want = np.sort(s)[rank - 1] if rank <= n else np.inf
+            assert conformal_quantile(s, level) == want
+
+
+def test_fit_calibration_recovers_known_scale_per_regime():
+    rng = np.random.default_rng(2)
+    n = 20000
+    outside = rng.random(n) < 0.3
+    true_sd = np.where(outside, 3.0, 2.0)
+    resid = true_sd * rng.normal(size=n)
+    cal = fit_calibration(resid, np.ones(n), outside, level=0.9)
+    assert cal.inside == pytest.approx(2.0, rel=0.05)
+    assert cal.outside == pytest.approx(3.0, rel=0.05)
+    assert (cal.n_inside, cal.n_outside) == (int((~outside).sum()), int(outside.sum()))
+
+
+def test_fit_calibration_outside_never_narrower_and_small_regimes_pool():
+    rng = np.random.default_rng(3)
+    resid = rng.normal(size=500)
+    outside = np.zeros(500, dtype=bool)
+    outside[:10] = True  # too few for a multiplier of their own
+    resid[:10] *= 0.01
+    cal = fit_calibration(resid, np.ones(500), outside, min_cells=30)
+    assert cal.outside >= cal.inside
+    pooled = conformal_quantile(np.abs(resid), 0.9) / Z90
+    assert cal.outside == pytest.approx(max(cal.inside, pooled))
+
+
+def test_fit_calibration_too_few_cells_is_uncalibrated_and_skips_zero_std():
+    cal = fit_calibration(np.ones(5), np.ones(5), np.zeros(5, bool))
+    assert not cal.calibrated and cal.factor([True, False]).tolist() == [1.0, 1.0]
+    # Zero or NaN standard deviations carry no information and are dropped.
+    resid = np.r_[np.ones(40), 5.0 * np.ones(40)]
+    std = np.r_[np.ones(40), np.zeros(40)]
+    cal = fit_calibration(resid, std, np.zeros(80, bool))
+    assert cal.n_inside == 40 and cal.inside == pytest.approx(1 / Z90)
+    with pytest.raises(ValueError, match="level"):
+        fit_calibration(resid, std, np.zeros(80, bool), level=1.5)
+    with pytest.raises(ValueError, match="one entry per cell"):
+        fit_calibration(resid, std[:3], np.zeros(80, bool))
+
+
+def test_outside_range_matches_row_by_row_reference():
+    rng = np.random.default_rng(4)
+    ref = rng.normal(size=(40, 6))
+    ref[rng.random(ref.shape) < 0.3] = np.nan
+    rows = 1.5 * rng.normal(size=(30, 6))
+    rows[rng.random(rows.shape) < 0.5] = np.nan
+    got = outside_range(ref, rows)
+    for r in range(rows.shape[0]):
+        g = ~np.isnan(rows[r])
+        if not g.any():
+            assert not got[r]
+            continue
+        strengths = [np.nanmean(ref[i, g]) for i in range(ref.shape[0])
+                     if (~np.isnan(ref[i, g])).any()]
+        s = rows[r, g].mean()
+        assert got[r] == (s > max(strengths) or s < min(strengths))
+
+
+def test_calibration_splits_hold_out_random_folds_and_both_tails():
+    values = _gaussian_scores(60)
+    splits = calibration_splits(values, folds=3, seed=0)
+    assert len(splits) == 5
+    held = np.concatenate([s.validation for s in splits[:3]])
+    assert sorted(held.tolist()) == list(range(60))
+    strength = values.mean(axis=1)
+    up, down = splits[3], splits[4]
+    assert strength[up.validation].min() > strength[up.train].max()
+    assert strength[down.validation].max() < strength[down.train].min()
+    assert calibration_splits(values[:9]) == []
+
+
+def _calibrated_coverage(train, test, given):
+    """Coverage on ``test`` of the Gaussian fitted on ``train``, raw and calibrated."""
+    from benchsel.calibration import outside_range as regime
+    from benchsel.gaussian.conditional import conditional_moments
+    from benchsel.gaussian.covariance import estimate_covariance
+
+    mu0, sd0 = train.mean(axis=0), train.std(axis=0, ddof=1)
+    zt, zv = (train - mu0) / sd0, (test - mu0) / sd0
+    est = estimate_covariance(zt, "pairwise")
+    x = np.where(given, zv, np.nan)
+    mu, var = conditional_moments(x, est.mean, est.covariance)
+    cal = GaussianCalibrator(zt, covariance="pairwise").calibration(given)
+    factor = cal.factor(regime(zt[:, given], x[:, given]))[:, None]
+    err = np.abs(zv - mu)[:, ~given]
+    sd = np.sqrt(var)[:, ~given]
+    return np.mean(err <= Z90 * sd), np.mean(err <= Z90 * sd * factor[:, :1])
+
+
+def test_gaussian_calibration_keeps_honest_intervals_honest():
+    values = _gaussian_scores(1200, seed=5)
+    given = np.zeros(8, bool)
+    given[[0, 3]] = True
+    raw, calibrated = _calibrated_coverage(values[:200], values[200:], given)
+    assert 0.87 <= raw <= 0.93
+    assert 0.86 <= calibrated <= 0.95
+
+
+def test_gaussian_calibration_repairs_intervals_too_narrow_from_few_models():
+    # 25 source models for 20 items: the estimated covariance overfits and
+    # its conditional variances are too small (parameter uncertainty).
+    given = np.zeros(20, bool)
+    given[[1, 5, 9]] = True
+    raw, calibrated = np.mean([
+        _calibrated_coverage(v[:25], v[25:], given)
+        for v in (_gaussian_scores(1025, n=20, rank=4, noise=0.6, seed=s) for s in range(4))
+    ], axis=0)
+    assert raw < 0.86
+    assert 0.86 <= calibrated <= 0.95
+
+
+def _bent_board(curvature, seed):
+    """One ability, items that bend with it: strong models leave the linear regime."""
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(300, 1))
+    slopes = rng.uniform(0.5, 1.5, size=(1, 10))
+    bend = rng.uniform(-curvature, curvature, size=(1, 10))
+    values = ability * slopes + bend * ability**2 + 0.3 * rng.normal(size=(300, 10))
+    return ScoreMatrix(values, [f"m{i}" for i in range(300)], [f"b{j}" for j in range(10)])
+
+
+def test_calibration_widens_intervals_for_models_beyond_the_fit():
+    # Fit on the weakest half, predict the strongest 30%: the linear
+    # Gaussian misses the bend, and its own variances cover about half.
+    rows = [r for seed in (7, 8) for r in
+            extrapolate(_bent_board(0.15, seed), objectives=("mi",), k_max=3).rows]
+    raw = np.mean([r.uncalibrated_coverage for r in rows])
+    calibrated = np.mean([r.interval_coverage for r in rows])
+    assert raw < 0.7
+    # Measured 0.86 (seed 7: 0.92-0.95, seed 8: 0.76-0.86): far better, not
+    # always 0.85 -- the held-out strong models of the calibration splits lie
+    # less far out than the protocol's.
+    assert calibrated >= 0.82 and calibrated - raw >= 0.2
+
+
+def test_cv_without_calibration_reports_raw_coverage_twice():
+    values = _gaussian_scores(60, seed=8)
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(60)], [f"b{j}" for j in range(8)])
+    result = extrapolate(scores, objectives=("mi",), k_max=2, calibrate=False)
+    for row in result.rows:
+        assert row.interval_coverage == row.uncalibrated_coverage
+
+
+def test_completion_calibration_widens_a_too_narrow_method():
+    values = _gaussian_scores(150, n=10, seed=9) * 5 + 50
+    cal = calibrate_completion(values, "svd", seed=0)
+    assert cal.calibrated and cal.n_inside > 0
+    # The rank-2 SVD's in-sample residual spread understates held-out error.
+    assert cal.inside > 1.0
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(150)], [f"b{j}" for j in range(10)])
+    result = evaluate_completion(scores, methods=("svd", "gaussian"))
+    for row in result.rows:
+        assert 83 <= row.interval_coverage <= 97
+
+
+def test_calibration_is_a_plain_record():
+    cal = Calibration(0.9, 1.2, 2.0, 100, 40)
+    assert cal.to_dict() == {"method": "conformal", "level": 0.9, "inside": 1.2,
+                             "outside": 2.0, "cells_inside": 100, "cells_outside": 40}
+    assert cal.factor([False, True]).tolist() == [1.2, 2.0]
+    assert Calibration(0.9).to_dict()["method"] == "none"
