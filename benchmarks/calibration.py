@@ -51,6 +51,10 @@ def main(argv=None) -> None:
         scores = load_dataset(name).cleaned()
         k_top = min(10, scores.n_items - 1)
         for protocol, run in (("cv", cross_validate), ("extrapolation", extrapolate)):
+            if k_top < 1:
+                print(f"{name:14} {protocol:14} not run: {scores.n_items} item, nothing to "
+                      "predict")
+                continue
             start = time.perf_counter()
             try:
                 opts = dict(objectives=("mi",), k_max=k_top, seed=args.seed)

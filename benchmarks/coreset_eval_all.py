@@ -5,9 +5,10 @@ Usage: python benchmarks/coreset_eval_all.py [DATA_DIR] [--trials T] [-n N]
 
 For each split, prints a Markdown table with one row per method: its EGR
 versus random-sampling (%, negative = better) on each file, then the
-average EGR and the average coverage of its 90% intervals (paper 002's
-Figures 2-3 report the same averages). Below it, random-sampling's gap in
-points per file.
+average EGR and the average coverage of its 90% intervals, calibrated and
+the method's own (paper 002's Figures 2-3 report the same averages), then
+the calibrated coverage per file. Below it, random-sampling's gap in points
+per file.
 """
 
 import argparse
@@ -37,6 +38,7 @@ def main() -> None:
     for split in args.splits.split(","):
         egr = {m: [] for m in methods}
         cover = {m: [] for m in methods}
+        raw_cover = {m: [] for m in methods}
         base = []
         for path in paths:
             with warnings.catch_warnings():
@@ -48,17 +50,24 @@ def main() -> None:
             for m in methods:
                 egr[m].append(res.row(m).egr)
                 cover[m].append(res.row(m).interval_coverage)
+                raw_cover[m].append(res.row(m).uncalibrated_coverage)
         names = [p.stem.replace("openllm_", "ol_").replace("helm_", "h_") for p in paths]
         print(f"\n{split}, n = {args.n}, {args.trials} trials: EGR % per file\n")
-        print("| method | " + " | ".join(names) + " | **average** | cov90 % |")
-        print("|---" * (len(names) + 3) + "|")
+        print("| method | " + " | ".join(names) + " | **average** | cov90 % | own cov90 % |")
+        print("|---" * (len(names) + 4) + "|")
+
+        def avg(values):
+            return "-" if np.all(np.isnan(values)) else f"{np.nanmean(values):.0f}"
+
         for m in methods:
             cells = [f"{e:+.0f}" for e in egr[m]]
-            cov = np.nanmean(cover[m]) if not np.all(np.isnan(cover[m])) else float("nan")
-            cov_text = "-" if np.isnan(cov) else f"{cov:.0f}"
-            print(f"| {m} | " + " | ".join(cells)
-                  + f" | **{np.mean(egr[m]):+.1f}** | {cov_text} |", flush=True)
-        print("| *random gap (points)* | " + " | ".join(f"{b:.2f}" for b in base) + " | | |")
+            print(f"| {m} | " + " | ".join(cells) + f" | **{np.mean(egr[m]):+.1f}** | "
+                  f"{avg(cover[m])} | {avg(raw_cover[m])} |", flush=True)
+        print("| *random gap (points)* | " + " | ".join(f"{b:.2f}" for b in base) + " | | | |")
+        print(f"\n{split}: calibrated 90% coverage per file\n")
+        for m in methods:
+            print(f"| {m} | " + " | ".join("-" if np.isnan(c) else f"{c:.0f}" for c in cover[m])
+                  + " |")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lmeval.fake_lm import write_replay_task  # noqa: E402
 from lmeval.run import run_many  # noqa: E402
 
+from benchsel.coreset.calibrated import Calibrated  # noqa: E402
 from benchsel.coreset.evaluate import model_split  # noqa: E402
 from benchsel.coreset.methods import make_method  # noqa: E402
 from benchsel.plan import load_plan  # noqa: E402
@@ -227,7 +228,9 @@ def in_memory(plan_path: Path, task: str, values: np.ndarray, held):
     if list(part.source.items) != [f"{task}/{d}" for d in doc_ids]:
         raise RuntimeError("the plan's source columns are not '<task>/<doc id>' of its doc ids")
     src = values[np.ix_(src_rows, doc_ids)]
-    fitted = make_method(part.method).fit(src, int(part.n), np.random.default_rng(part.seed))
+    # As benchsel plan fits it: the method, its error bars calibrated on the sources.
+    fitted = Calibrated(lambda: make_method(part.method)).fit(
+        src, int(part.n), np.random.default_rng(part.seed))
     selected = [int(doc_ids[j]) for j in fitted.selected_]
     mean, sd = fitted.predict(values[np.ix_(list(held), selected)])
     return (part.method, src_rows, src, np.asarray(part.source.values, float), selected,

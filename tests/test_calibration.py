@@ -195,3 +195,64 @@ def test_calibration_is_a_plain_record():
                              "outside": 2.0, "cells_inside": 100, "cells_outside": 40}
     assert cal.factor([False, True]).tolist() == [1.2, 2.0]
     assert Calibration(0.9).to_dict()["method"] == "none"
+
+
+# ------------------------------------------------------------ question level
+def _irt_answers(models=160, questions=300, seed=10):
+    """0/1 answers of a one-ability IRT population."""
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(models, 1))
+    difficulty = rng.normal(size=(1, questions))
+    p = 1 / (1 + np.exp(-(1.7 * ability - difficulty)))
+    return (rng.random(p.shape) < p).astype(float)
+
+
+def test_calibrated_question_method_keeps_questions_and_means():
+    from benchsel.coreset.calibrated import Calibrated
+    from benchsel.coreset.methods import make_method
+
+    values = _irt_answers()
+    plain = make_method("aipw").fit(values[:120], 40, np.random.default_rng(0))
+    cal = Calibrated(lambda: make_method("aipw")).fit(values[:120], 40,
+                                                     np.random.default_rng(0))
+    np.testing.assert_array_equal(plain.selected_, cal.selected_)
+    m0, s0 = plain.predict(values[120:, plain.selected_])
+    m1, s1 = cal.predict(values[120:, cal.selected_])
+    np.testing.assert_allclose(m0, m1)
+    # Widen only: never narrower than the method's own error bar.
+    assert np.all(s1 >= s0 - 1e-15) and cal.calibration_.calibrated
+
+
+def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources():
+    from benchsel.coreset.calibrated import Calibrated
+    from benchsel.coreset.methods import make_method
+
+    values = _irt_answers(models=300, seed=11)
+    order = np.argsort(values.mean(axis=1))
+    weak, strong = order[:150], order[-90:]
+    truth = values[strong].mean(axis=1)
+    raw_cover, cal_cover = [], []
+    for seed in range(3):
+        plain = make_method("random-sampling-learn").fit(values[weak], 30,
+                                                         np.random.default_rng(seed))
+        cal = Calibrated(lambda: make_method("random-sampling-learn")).fit(
+            values[weak], 30, np.random.default_rng(seed))
+        m, s = plain.predict(values[np.ix_(strong, plain.selected_)])
+        raw_cover.append(np.abs(m - truth) <= Z90 * s)
+        m, s = cal.predict(values[np.ix_(strong, cal.selected_)])
+        cal_cover.append(np.abs(m - truth) <= Z90 * s)
+        assert cal.outside_.mean() > 0.5  # most of them beyond the sources' range
+    assert np.mean(raw_cover) < 0.6
+    assert np.mean(cal_cover) >= 0.85
+
+
+def test_calibrated_random_sampling_is_never_zero_width():
+    from benchsel.coreset.calibrated import Calibrated
+    from benchsel.coreset.methods import make_method
+
+    values = _irt_answers(seed=12)
+    cal = Calibrated(lambda: make_method("random-sampling")).fit(values[:120], 20,
+                                                                np.random.default_rng(1))
+    perfect = np.ones((1, 20))  # every planned answer right: the sample's own sd is 0
+    mean, sd = cal.predict(perfect)
+    assert mean[0] == 1.0 and sd[0] >= cal.floor_ > 0

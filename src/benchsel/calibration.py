@@ -118,7 +118,8 @@ def conformal_quantile(scores, level: float) -> float:
 
 
 def fit_calibration(
-    residual, std, excess, *, level: float = 0.9, min_cells: int = MIN_CELLS
+    residual, std, excess, *, level: float = 0.9, min_cells: int = MIN_CELLS,
+    min_multiplier: float = 0.0,
 ) -> Calibration:
     """Per-regime conformal multipliers from held-out residuals.
 
@@ -134,6 +135,10 @@ def fit_calibration(
     level : float in (0, 1), default 0.9
     min_cells : int, default 30
         Cells a regime needs for its own multiplier.
+    min_multiplier : float, default 0
+        Floor of both multipliers: 1 only ever widens the predictor's own
+        intervals (for few, noisy held-out cells, where narrowing an error
+        bar that is right by design would be fitting noise).
 
     Returns
     -------
@@ -161,6 +166,7 @@ def fit_calibration(
     n_in, n_out = int(np.sum(~outside)), int(np.sum(outside))
     inside = conformal_quantile(score[~outside], level) / z if n_in >= min_cells else pooled
     beyond = conformal_quantile(score[outside], level) / z if n_out >= min_cells else pooled
+    inside = max(inside, min_multiplier)
     # Beyond the fitted range a model is never predicted better than within it.
     return Calibration(level, inside, max(inside, beyond), n_in, n_out)
 

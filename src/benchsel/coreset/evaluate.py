@@ -21,7 +21,8 @@ predicted| x 100, in points for 0-1 scores) and its standard deviation
 across trials, EGR (gap change versus random-sampling, %; negative is
 better), RMSE and MAE over all target models of all trials, Kendall tau and
 Spearman rho between predicted and true scores within a trial (averaged),
-coverage of the central 90% interval, the stability of the chosen questions
+coverage of the central 90% interval (calibrated, see ``calibrate``, and
+the method's own), the stability of the chosen questions
 across trials (Nogueira's Phi, about 0 for random questions; Hamming: mean
 number of questions two coresets differ in), fit and predict seconds per
 trial, and, on 0/1 scores, the Pearson correlation between each target's
@@ -46,6 +47,7 @@ from ..evaluation.metrics import (
     nogueira_stability,
 )
 from ..matrix import ScoreMatrix
+from .calibrated import Calibrated
 from .methods import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
@@ -76,6 +78,7 @@ class CoresetRow:
     similarity_corr: float
     fit_seconds: float
     predict_seconds: float
+    uncalibrated_coverage: float = float("nan")
 
     def to_dict(self) -> dict:
         return json_record(self)
@@ -161,7 +164,7 @@ def _stratified(score: np.ndarray, sources: int, rng, bins: int = 10):
     return chosen, np.setdiff1d(np.arange(len(score)), chosen)
 
 
-def _trial(values, split, sources, seed, trial, names, n) -> dict:
+def _trial(values, split, sources, seed, trial, names, n, calibrate=True) -> dict:
     """One split; every method fitted and scored on it. One BLAS thread, so trials
     run in parallel do not fight over cores and results do not depend on ``jobs``."""
     src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources)
@@ -170,12 +173,15 @@ def _trial(values, split, sources, seed, trial, names, n) -> dict:
         for name in names:
             rng = np.random.default_rng([seed, trial, 1])
             t0 = time.perf_counter()
-            method = make_method(name).fit(values[src], n, rng)
+            method = (Calibrated(lambda name=name: make_method(name)) if calibrate
+                      else make_method(name)).fit(values[src], n, rng)
             t1 = time.perf_counter()
             mean, sd = method.predict(values[np.ix_(tgt, method.selected_)])
             t2 = time.perf_counter()
+            raw = method.raw_sd_ if calibrate else sd
             out[name] = (np.asarray(mean, float), None if sd is None else np.asarray(sd, float),
-                         np.asarray(method.selected_), t1 - t0, t2 - t1)
+                         np.asarray(method.selected_), t1 - t0, t2 - t1,
+                         None if raw is None else np.asarray(raw, float))
     return out
 
 
@@ -191,6 +197,7 @@ def evaluate_coresets(
     sources: int | None = None,
     n_jobs: int = 1,
     progress=None,
+    calibrate: bool = True,
 ) -> CoresetResult:
     """Run question-level methods on identical splits (see the module docstring).
 
@@ -214,6 +221,12 @@ def evaluate_coresets(
     n_jobs : int
         Trials run in parallel through joblib; results do not depend on it.
     progress : callable(done, total) or None
+    calibrate : bool, default True
+        Calibrate every method's error bars on its own source models
+        (:class:`~benchsel.coreset.calibrated.Calibrated`: five refits per
+        method and trial); ``interval_coverage`` is then calibrated and
+        ``uncalibrated_coverage`` is the method's own (``nan`` for a method
+        without an error bar). Fit times include the refits.
     """
     values = np.asarray(scores.values, dtype=float)
     if np.isnan(values).any():
@@ -235,14 +248,14 @@ def evaluate_coresets(
     results = []
     if n_jobs == 1:
         for t in range(trials):
-            results.append(_trial(*args, t, names, n))
+            results.append(_trial(*args, t, names, n, calibrate))
             if progress is not None:
                 progress(t + 1, trials)
     else:
         from joblib import Parallel, delayed
 
         jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_trial)(*args, t, names, n) for t in range(trials))
+            delayed(_trial)(*args, t, names, n, calibrate) for t in range(trials))
         for result in jobs:
             results.append(result)
             if progress is not None:
@@ -271,10 +284,10 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
     gaps_by_method = {}
     rows = []
     for name in names:
-        errs, gaps, taus, rhos, inside, chosen = [], [], [], [], [], []
+        errs, gaps, taus, rhos, inside, raw_inside, chosen = [], [], [], [], [], [], []
         fit_s = pred_s = 0.0
         for r, truth in zip(results, truths):
-            mean, sd, selected, tf, tp = r[name]
+            mean, sd, selected, tf, tp, raw_sd = r[name]
             err = mean - truth
             errs.append(err)
             gaps.append(scale * np.abs(err).mean())
@@ -285,6 +298,8 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
                 rhos.append(spearmanr(mean, truth).statistic)
             if sd is not None:
                 inside.append(np.abs(err) <= quantile * sd)
+            if raw_sd is not None:
+                raw_inside.append(np.abs(err) <= quantile * raw_sd)
         gaps_by_method[name] = float(np.mean(gaps))
         err = np.concatenate(errs)
         rows.append(dict(
@@ -300,6 +315,8 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
             hamming=hamming_stability(chosen, n_items) if len(chosen) > 1 else float("nan"),
             interval_coverage=(float(100 * np.mean(np.concatenate(inside)))
                                if inside else float("nan")),
+            uncalibrated_coverage=(float(100 * np.mean(np.concatenate(raw_inside)))
+                                   if raw_inside else float("nan")),
             similarity_corr=(_similarity_corr(errs, truths, similarity)
                              if similarity is not None else float("nan")),
             fit_seconds=fit_s / len(results),

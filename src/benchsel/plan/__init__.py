@@ -277,7 +277,8 @@ class TaskPlan:
     def fitted(self):
         """The fitted question-level method (rebuilt once, verified)."""
         if self._fitted is None:
-            method = _fit_method(self.method, self.source.values, self.n, self.seed)
+            method = _fit_method(self.method, self.source.values, self.n, self.seed,
+                                 calibrate=True)
             chosen = [int(self.doc_ids[j]) for j in method.selected_]
             if chosen != list(self.selected):
                 raise ValueError(
@@ -329,11 +330,20 @@ def _whole(value, name: str) -> int:
     return value
 
 
-def _fit_method(name: str, values: np.ndarray, n: int, seed):
-    """A fitted question-level method; ``seed`` is an int or a Generator."""
+def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool = False):
+    """A fitted question-level method; ``seed`` is an int or a Generator.
+
+    With ``calibrate`` its error bars are calibrated on the source models
+    (:class:`~benchsel.coreset.calibrated.Calibrated`; the same questions and
+    means).
+    """
+    from ..coreset.calibrated import Calibrated
     from ..coreset.methods import make_method
 
-    return make_method(name).fit(values, n, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    if calibrate:
+        return Calibrated(lambda: make_method(name)).fit(values, n, rng)
+    return make_method(name).fit(values, n, rng)
 
 
 def _task_check(method, source: ScoreMatrix) -> np.ndarray:
@@ -436,7 +446,8 @@ def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
         order = np.argsort(doc_ids, kind="stable")
         scores = scores.subset(items=order)
         doc_ids = doc_ids[order]
-        fitted = _for_task(task, _fit_method, name, scores.values, sizes[task], seed + i)
+        fitted = _for_task(task, _fit_method, name, scores.values, sizes[task], seed + i,
+                           calibrate=True)
         parts[task] = TaskPlan(
             task=task, metric=(metrics or {}).get(task), filter=(filters or {}).get(task),
             doc_ids=doc_ids, source=scores, method=name, n=sizes[task], seed=seed + i,
@@ -790,10 +801,7 @@ class Plan:
                 DataWarning, stacklevel=3)
         method = part.fitted()
         x = np.array([[scores[d] for d in planned]], dtype=float)
-        m, s = method.predict(x)
-        if s is None:
-            raise ValueError(f"method {part.method!r} gives no error bar; plan with a method "
-                             "that does (e.g. the default)")
+        m, s = method.predict(x)  # calibrated: every method has an error bar
         return float(m[0]), float(s[0]), False
 
 
