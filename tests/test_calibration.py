@@ -190,11 +190,27 @@ def test_completion_calibration_widens_a_too_narrow_method():
 
 
 def test_calibration_is_a_plain_record():
-    cal = Calibration(0.9, 1.2, 2.0, 100, 40)
+    cal = Calibration(0.9, 1.2, 2.0, 100, 40, outside_slope=0.5)
     assert cal.to_dict() == {"method": "conformal", "level": 0.9, "inside": 1.2,
-                             "outside": 2.0, "cells_inside": 100, "cells_outside": 40}
-    assert cal.factor([False, True]).tolist() == [1.2, 2.0]
+                             "outside": 2.0, "outside_slope": 0.5, "cells_inside": 100,
+                             "cells_outside": 40}
+    # Beyond the range: the larger of the constant and the growing multiplier.
+    assert cal.factor([0.0, 1.0, 5.0]).tolist() == [1.2, 2.0, 3.0]
     assert Calibration(0.9).to_dict()["method"] == "none"
+
+
+def test_outside_multiplier_grows_with_distance_when_misses_do():
+    # Held-out misses proportional to 1 + excess: the growing multiplier
+    # covers a model twice as far out as any held-out one.
+    rng = np.random.default_rng(13)
+    excess = np.r_[np.zeros(2000), rng.uniform(0.1, 1.0, 2000)]
+    resid = (1 + excess) * rng.normal(size=4000)
+    cal = fit_calibration(resid, np.ones(4000), excess)
+    assert cal.inside == pytest.approx(1.0, rel=0.08)
+    assert cal.outside_slope == pytest.approx(1.0, rel=0.08)
+    far = 3.0  # beyond every calibration cell
+    z = rng.normal(size=20000) * (1 + far)
+    assert np.mean(np.abs(z) <= Z90 * cal.factor(far)) == pytest.approx(0.9, abs=0.02)
 
 
 # ------------------------------------------------------------ question level

@@ -606,6 +606,47 @@ def cmd_spectrum(args) -> int:
     return 0
 
 
+def cmd_discover(args) -> int:
+    from .evaluation.discover import discover, read_correlation
+
+    new = _names(args.new) if args.new else []
+    progress = Progress("resamples", enabled=False if args.quiet else None)
+    try:
+        if args.correlation:
+            if args.covariance != "auto" or args.transform != "none":
+                raise _UsageError("--covariance/--transform need scores, not a correlation "
+                                  "matrix")
+            result = discover(correlation=read_correlation(args.data), new=new,
+                              bootstrap=args.bootstrap, seed=args.seed)
+        else:
+            if args.transform != "none":
+                raise _UsageError("--transform is not supported by discover")
+            result = discover(_load(args), new=new, bootstrap=args.bootstrap,
+                              covariance=args.covariance, seed=args.seed, progress=progress)
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    boot = result.bootstrap > 0
+    rows = [[r.novelty_rank, r.benchmark + (" (new)" if r.new else ""), r.novelty,
+             *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
+             r.entropy_rank, r.information, r.mi_rank] for r in result.rows]
+    head = ["rank", "benchmark", "novelty",
+            *([f"rank {100 * result.level:g}% CI", "top-3 share"] if boot else []),
+            "entropy order", "information (nats)", "MI order"]
+    n = len(result.rows)
+    lines = [f"{n} benchmarks, ranked by novelty (1 = least explained by the others); "
+             "information = what each tells about the others (MI order 1 = most)"]
+    for r in result.rows:
+        if r.new:
+            extra = (f", top 3 in {100 * r.top3_share:.0f}% of {result.bootstrap} resamples"
+                     if boot and r.top3_share is not None else "")
+            lines.append(f"{r.benchmark}: #{r.novelty_rank} of {n} by novelty{extra}; "
+                         f"#{r.mi_rank} of {n} by information about the rest")
+    _emit(args, payload, "\n".join(lines) + "\n" + _table(head, rows))
+    return 0
+
+
 def _dask_client(address: str | None):
     """A dask.distributed client for ``--dask`` (``local`` starts a local cluster)."""
     if address is None:
@@ -1106,6 +1147,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="benchmarks listed in the table (lowest W first; --json has all)")
     _add_output(p)
     p.set_defaults(func=cmd_diagnose)
+
+    p = sub.add_parser(
+        "discover",
+        help="rank benchmarks by novelty (what the others do not explain) and by "
+             "information about the rest")
+    _add_data(p)
+    p.add_argument("--correlation", action="store_true",
+                   help="DATA is a correlation matrix (CSV: benchmark names as first column "
+                        "and header, symmetric, unit diagonal) instead of scores")
+    p.add_argument("--new", metavar="NAMES",
+                   help="comma-separated benchmarks to mark as new and summarize")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                   help="resample the models B times for an interval of each novelty rank "
+                        "and its top-3 share (default 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the resamples")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    _add_output(p)
+    p.set_defaults(func=cmd_discover)
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p)

@@ -4,6 +4,7 @@ from ..splits import Fold, kfold_with_holdout, model_strength, strength_split
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
 from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
+from .discover import DiscoverResult, DiscoverRow, discover, novelty, read_correlation
 from .metrics import (
     gaussian_entropy,
     gaussian_mutual_information,
@@ -22,6 +23,11 @@ __all__ = [
     "Spectrum",
     "CompletionResult",
     "CompletionRow",
+    "DiscoverResult",
+    "DiscoverRow",
+    "discover",
+    "novelty",
+    "read_correlation",
     "completion_masks",
     "cross_validate",
     "evaluate_completion",

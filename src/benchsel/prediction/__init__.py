@@ -3,7 +3,11 @@
 from .completion import (
     COMPLETERS,
     Completion,
+    MethodChoice,
+    calibrate_completion,
+    choose_completer,
     complete,
+    complete_auto,
     complete_new_rows,
     interval,
     percent_scale,
@@ -12,7 +16,11 @@ from .completion import (
 __all__ = [
     "COMPLETERS",
     "Completion",
+    "MethodChoice",
+    "calibrate_completion",
+    "choose_completer",
     "complete",
+    "complete_auto",
     "complete_new_rows",
     "interval",
     "percent_scale",
