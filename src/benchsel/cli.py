@@ -213,11 +213,31 @@ def cmd_select(args) -> int:
     payload = sel.to_dict()
     payload["axis"] = args.axis
     payload["dataset"] = str(args.data)
+    frequency = None
+    if args.bootstrap:
+        from .evaluation.bootstrap import selection_frequency
+
+        progress = Progress("resamples", enabled=False if args.quiet else None)
+        try:
+            shares, skipped = selection_frequency(
+                scores, args.k, bootstrap=args.bootstrap, seed=args.seed, progress=progress,
+                model_options=dict(covariance=args.covariance, transform=args.transform,
+                                   calibration="none"),
+                select_options=dict(
+                    objective=args.objective, include=_item_names(args.include, scores.items),
+                    exclude=_item_names(args.exclude, scores.items), costs=costs,
+                    budget=args.budget, target_residual=args.target_residual,
+                    seed=args.seed))
+        finally:
+            progress.close()
+        frequency = {name: shares.get(name, 0.0) for name in sel.items}
+        payload["frequency"] = frequency
+        payload["bootstrap"] = {"resamples": args.bootstrap, "skipped": skipped}
     est = model.estimate_
     if est.method.startswith("em"):
         payload["em"] = {"iterations": est.n_iter, "converged": est.converged}
     rows = [
-        [t + 1, name, float(g), float(r)]
+        [t + 1, name, float(g), float(r), *([frequency[name]] if frequency else [])]
         for t, (name, g, r) in enumerate(zip(sel.items, sel.gains, sel.residual_variance))
     ]
     what = "model" if args.axis == "models" else "benchmark"
@@ -227,9 +247,31 @@ def cmd_select(args) -> int:
     )
     if sel.cost is not None:
         head += f", total cost {sel.cost:g}"
-    text = head + "\n" + _table(["#", what, "gain", "residual_var"], rows)
+    if sel.stopped_by == "no positive gain":
+        head += "; stopped: the next pick would add no information"
+    head += "\n" + _certificate_line(sel.certificate)
+    text = head + "\n" + _table(["#", what, "gain", "residual_var",
+                                 *(["selected in resamples"] if frequency else [])], rows)
     _emit(args, payload, text)
     return 0
+
+
+def _certificate_line(cert: dict | None) -> str:
+    """One sentence on what is proved about a selection's quality."""
+    if not cert:
+        return "no quality certificate"
+    if cert.get("fraction") is not None:
+        return (f"certificate: reaches at least {100 * cert['fraction']:.1f}% of the best "
+                f"{cert['objective']} of its size (data-dependent bound on this covariance "
+                f"{100 * cert['data_fraction']:.1f}%, a-priori greedy guarantee "
+                f"{100 * cert['greedy_guarantee']:.1f}%)")
+    line = f"certificate: none -- {cert['reason']}"
+    if cert.get("oracle_fraction") is not None:
+        line += (f"; exhaustive search: {100 * cert['oracle_fraction']:.1f}% of the best MI "
+                 "of its size")
+    elif cert.get("oracle_reason"):
+        line += f"; no exhaustive search ({cert['oracle_reason']})"
+    return line
 
 
 def cmd_predict(args) -> int:
@@ -647,6 +689,39 @@ def cmd_discover(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from .gaussian.compare import compare_models
+
+    scores = _load(args).cleaned()
+    names = _names(args.models)
+    if len(names) != 2 or names[0] == names[1]:
+        raise _UsageError(f"--models takes two different model names, A,B; got {args.models!r}")
+    missing = [n for n in names if n not in scores.models]
+    if missing:
+        raise ValueError(f"{args.data}: no model named {', '.join(map(repr, missing))}; models "
+                         f"include {', '.join(scores.models[:10])}"
+                         f"{' ...' if scores.n_models > 10 else ''}")
+    rows = [scores.models.index(n) for n in names]
+    others = np.setdiff1d(np.arange(scores.n_models), rows)
+    model = _fit(args, scores.subset(models=others))
+    observed = [{item: float(scores.values[r, j]) for j, item in enumerate(scores.items)
+                 if not np.isnan(scores.values[r, j]) and item in set(model.items_)}
+                for r in rows]
+    result = compare_models(model, observed[0], observed[1], names=tuple(names),
+                            level=args.level)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    pct = f"{100 * args.level:g}%"
+    table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
+              result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
+             for j, name in enumerate(result.items)]
+    head = (f"{names[1]} minus {names[0]}, each fitted without the two of them; "
+            f"error correlation {result.correlation:.2f}")
+    _emit(args, payload, head + "\n" + _table(
+        ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
+    return 0
+
+
 def _dask_client(address: str | None):
     """A dask.distributed client for ``--dask`` (``local`` starts a local cluster)."""
     if address is None:
@@ -937,8 +1012,9 @@ def _add_lm_eval(p: argparse.ArgumentParser) -> None:
 
 def _add_selection(p) -> None:
     """The options of a benchmark selection (``select``, ``plan``)."""
-    p.add_argument("-k", type=_positive_int,
-                   help="how many to select (needed unless --budget or --target-residual)")
+    p.add_argument("-k", type=_k_value,
+                   help="how many to select (needed unless --budget or --target-residual); "
+                   "auto (MI): stop before the first pick that adds no information")
     p.add_argument("--objective", choices=OBJECTIVES, default="mi",
                    help="mi (default): predict the rest best; entropy: most diverse; random")
     p.add_argument("--include", help="comma-separated names that must be selected (first)")
@@ -952,6 +1028,11 @@ def _add_selection(p) -> None:
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+
+
+def _k_value(text: str):
+    """-k: a positive integer or 'auto'."""
+    return "auto" if text == "auto" else _positive_int(text)
 
 
 def _positive_int(text: str) -> int:
@@ -999,7 +1080,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(p)
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: pick reference models to run a new benchmark on")
-    p.add_argument("--seed", type=int, default=0, help="seed for --objective random")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed for --objective random and --bootstrap")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                   help="also resample the models B times and report how often each "
+                   "selected benchmark is selected again (default 0: no)")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_select)
 
@@ -1165,6 +1251,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_discover)
+
+    p = sub.add_parser(
+        "compare",
+        help="predicted difference of two models on every benchmark, with its error bar")
+    _add_data(p)
+    p.add_argument("--models", required=True, metavar="A,B",
+                   help="two models of DATA; each is predicted from its own scores by a fit "
+                   "on the other models, and B - A is reported")
+    p.add_argument("--level", type=float, default=0.9,
+                   help="coverage of the central interval (default 0.9)")
+    _add_output(p)
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p)

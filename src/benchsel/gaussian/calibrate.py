@@ -77,6 +77,10 @@ class GaussianCalibrator:
             How far the cell's model lay outside its fit's strength range
             (:func:`~benchsel.calibration.range_excess`).
         """
+        return self._cells(given)[:3]
+
+    def _cells(self, given):
+        """residual, std, excess and group (split x item) of every held-out cell, cached."""
         given = np.asarray(given, dtype=bool)
         if given.shape != (self._n_items,):
             raise ValueError(f"given must be a boolean mask of {self._n_items} items; "
@@ -87,8 +91,8 @@ class GaussianCalibrator:
         return self._cache[key]
 
     def _residuals(self, given):
-        parts = ([], [], [])
-        for cols, train, held, mean, sigma in self._fits:
+        parts = ([], [], [], [])
+        for s, (cols, train, held, mean, sigma) in enumerate(self._fits):
             g = given[cols]
             x = np.where(g, held, np.nan)
             rows = ~np.isnan(x).all(axis=1)
@@ -98,11 +102,42 @@ class GaussianCalibrator:
             mu, var = conditional_moments(x, mean, sigma, ridge=self.ridge)
             scored = ~np.isnan(y) & ~g
             out = np.broadcast_to(range_excess(train[:, g], x[:, g])[:, None], y.shape)
-            for bucket, values in zip(parts, (y - mu, np.sqrt(var), out)):
+            group = np.broadcast_to(s * self._n_items + cols[None, :], y.shape)
+            for bucket, values in zip(parts, (y - mu, np.sqrt(var), out, group)):
                 bucket.append(values[scored])
         if not parts[0]:
-            return np.empty(0), np.empty(0), np.empty(0)
+            return np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=int)
         return tuple(np.concatenate(p) for p in parts)
+
+    def error_correlation(self, given) -> tuple[float, float]:
+        """How alike two held-out models' errors on the same item are, per regime.
+
+        The intraclass correlation of the normalized residuals ``r / std``
+        of the models held out together (same split, same item): about 0 when
+        errors are each model's own, near 1 when a shared miss dominates (a
+        fit extrapolating to stronger models misses them all the same way).
+        Pooled over items as ``sum((sum z)^2 - sum z^2) / sum((n - 1) sum z^2)``
+        and clipped to ``[0, 0.95]``; returns ``(inside, outside)`` (0 where a
+        regime has no pairs).
+        """
+        residual, std, excess, group = self._cells(given)
+        ok = std > 0
+        z = residual[ok] / std[ok]
+        out = []
+        for mask in (excess[ok] == 0, excess[ok] > 0):
+            g = group[ok][mask]
+            zz = z[mask]
+            if g.size < 2:
+                out.append(0.0)
+                continue
+            ids, inv = np.unique(g, return_inverse=True)
+            sums = np.bincount(inv, zz)
+            squares = np.bincount(inv, zz**2)
+            counts = np.bincount(inv)
+            den = float(np.sum((counts - 1) * squares))
+            num = float(np.sum(sums**2 - squares))
+            out.append(float(np.clip(num / den, 0.0, 0.95)) if den > 0 else 0.0)
+        return out[0], out[1]
 
     def calibration(self, given, level: float = 0.9) -> Calibration:
         """Per-regime multipliers for a new model run on the ``given`` items."""

@@ -13,7 +13,13 @@ from .._linalg import cholesky
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds
 from ..calibration import range_excess
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
-from ..selection.greedy import OBJECTIVES, GreedyResult, run_greedy
+from ..selection.greedy import (
+    OBJECTIVES,
+    GreedyResult,
+    entropy_certificate,
+    mi_oracle_gap,
+    run_greedy,
+)
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
@@ -39,6 +45,12 @@ class Selection:
     stopped_by : str
         ``"k"``, ``"budget"``, ``"target_residual"``, ``"no positive gain"`` or
         ``"exhausted"``.
+    certificate : dict or None
+        What is proved about the selection's quality: for entropy, the share
+        of the optimum of its size it provably reaches
+        (:func:`~benchsel.selection.greedy.entropy_certificate`); for MI,
+        why no such bound holds and the exhaustive oracle's value where
+        affordable (:func:`~benchsel.selection.greedy.mi_oracle_gap`).
     """
 
     items: list[str]
@@ -50,6 +62,7 @@ class Selection:
     strategy: str
     cost: float | None
     stopped_by: str
+    certificate: dict | None = None
 
     def to_dict(self) -> dict:
         out = {
@@ -60,6 +73,7 @@ class Selection:
             "covariance": self.covariance,
             "strategy": self.strategy,
             "stopped_by": self.stopped_by,
+            "certificate": self.certificate,
         }
         if self.cost is not None:
             out["cost"] = float(self.cost)
@@ -161,6 +175,22 @@ class Prediction:
         else:
             out["models"] = entries
         return out
+
+
+def _certificate(sigma, result: GreedyResult, objective: str, budget) -> dict:
+    """The quality certificate of a selection (see :class:`Selection`)."""
+    if objective == "random":
+        return {"objective": "random", "fraction": None,
+                "reason": "a random selection has no guarantee"}
+    if objective == "entropy" and budget is None:
+        return entropy_certificate(sigma, result.indices)
+    if objective == "entropy":
+        return {"objective": "shifted entropy", "fraction": None,
+                "greedy_guarantee": float(0.5 * (1 - 1 / np.e)),
+                "reason": "budgeted selection: the a-priori guarantee of the modified greedy "
+                          "is (1 - 1/e)/2 (Krause & Guestrin 2005); no data-dependent bound "
+                          "is computed for budgets"}
+    return mi_oracle_gap(sigma, result.indices)
 
 
 def _take_rows(pred: Prediction, rows) -> Prediction:
@@ -408,9 +438,11 @@ class GaussianModel:
 
         Parameters
         ----------
-        k : int, optional
+        k : int or "auto", optional
             Number of items (``include`` counted). Required unless ``budget``
-            or ``target_residual`` is given.
+            or ``target_residual`` is given. ``"auto"`` (MI only): stop before
+            the first pick whose gain is not positive -- MI is not monotone,
+            and past that point more benchmarks lower it.
         objective : {"mi", "entropy", "random"}, default "mi"
         include, exclude : sequence of str
             Item names that must / must not be selected.
@@ -457,9 +489,14 @@ class GaussianModel:
             cost_array = scores.with_costs(np.asarray(costs, dtype=float)).costs
         elif scores.costs is not None:
             cost_array = scores.costs
+        auto = isinstance(k, str) and k == "auto"
+        if auto and objective != "mi":
+            raise ValueError("k='auto' stops at the first non-positive MI gain; it needs "
+                             f"objective='mi' (got {objective!r})")
+        sigma = self.estimate_.covariance
         result: GreedyResult = run_greedy(
-            self.estimate_.covariance,
-            k,
+            sigma,
+            None if auto else k,
             objective=objective,
             include=list(inc),
             exclude=list(exc),
@@ -467,8 +504,22 @@ class GaussianModel:
             budget=budget,
             target_residual=target_residual,
             seed=seed,
+            stop_at_nonpositive=auto,
         )
+        if objective == "mi" and np.any(result.gains <= 0):
+            first = int(np.flatnonzero(result.gains <= 0)[0]) + 1
+            warnings.warn(
+                f"the MI gain is not positive from pick {first} on: mutual information is not "
+                "monotone, and past that point more benchmarks lower it; k='auto' (-k auto) "
+                f"stops before it, at {first - 1}",
+                DataWarning,
+                stacklevel=2,
+            )
+        certificate = _certificate(sigma, result, objective, budget)
+        if "oracle_best" in certificate:
+            certificate["oracle_best"] = [self.items_[j] for j in certificate["oracle_best"]]
         return Selection(
+            certificate=certificate,
             items=[self.items_[j] for j in result.indices],
             indices=result.indices,
             gains=result.gains,
