@@ -670,12 +670,15 @@ def cmd_discover(args) -> int:
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     boot = result.bootstrap > 0
-    rows = [[r.novelty_rank, r.benchmark + (" (new)" if r.new else ""), r.novelty,
-             *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
-             r.entropy_rank, r.information, r.mi_rank] for r in result.rows]
+    few = 10  # fewer models than this: novelty may only reflect missing data
+    rows = [[r.novelty_rank, r.benchmark + (" (new)" if r.new else "")
+             + (" *" if r.observed_models is not None and r.observed_models < few else ""),
+             r.novelty, *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
+             r.entropy_rank, r.information, r.mi_rank, r.observed_models]
+            for r in result.rows]
     head = ["rank", "benchmark", "novelty",
             *([f"rank {100 * result.level:g}% CI", "top-3 share"] if boot else []),
-            "entropy order", "information (nats)", "MI order"]
+            "entropy order", "information (nats)", "MI order", "models"]
     n = len(result.rows)
     lines = [f"{n} benchmarks, ranked by novelty (1 = least explained by the others); "
              "information = what each tells about the others (MI order 1 = most)"]
@@ -685,6 +688,9 @@ def cmd_discover(args) -> int:
                      if boot and r.top3_share is not None else "")
             lines.append(f"{r.benchmark}: #{r.novelty_rank} of {n} by novelty{extra}; "
                          f"#{r.mi_rank} of {n} by information about the rest")
+    if any(r.observed_models is not None and r.observed_models < few for r in result.rows):
+        lines.append(f"* fewer than {few} models: its correlations are estimated from few "
+                     "pairs, so its novelty may only reflect missing data")
     _emit(args, payload, "\n".join(lines) + "\n" + _table(head, rows))
     return 0
 

@@ -22,6 +22,11 @@ standardized scores rescaled to unit diagonal), answering two questions:
 With ``bootstrap`` resamples of the models (with replacement; the estimator
 refitted on each), every benchmark's novelty rank gets a percentile interval
 and the share of resamples in which it ranks in the top 3.
+
+A benchmark few models were run on looks novel for want of data: its
+correlations with the others are estimated from few pairs and shrunk toward
+0. ``observed_models`` says how many models it has (on MERGED the five
+MT-Bench columns, 5 models each, top the novelty ranking for that reason).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class DiscoverRow:
     information: float
     mi_rank: int
     new: bool = False
+    observed_models: int | None = None
 
     def to_dict(self) -> dict:
         return json_record(self)
@@ -204,11 +210,13 @@ def discover(
                              "needs the scores")
         names, r = list(correlation[0]), np.asarray(correlation[1], dtype=float)
         values, source = None, ""
+        counts = [None] * len(names)
     else:
         scores = scores.cleaned()
         r, cols = _correlation(scores.values, covariance)
         names = [scores.items[j] for j in cols]
         values, source = scores.values[:, cols], scores.source or ""
+        counts = [int(c) for c in (~np.isnan(values)).sum(axis=0)]
     if len(names) < 2:
         raise ValueError(f"discover needs at least 2 benchmarks; got {len(names)}")
     unknown = [n for n in new if n not in names]
@@ -242,7 +250,8 @@ def discover(
                         rank_low=whole(rank_low[j]), rank_high=whole(rank_high[j]),
                         top3_share=top3[j],
                         entropy_rank=int(entropy_rank[j]), information=float(info[j]),
-                        mi_rank=int(mi_rank[j]), new=names[j] in new)
+                        mi_rank=int(mi_rank[j]), new=names[j] in new,
+                        observed_models=counts[j])
             for j in np.argsort(ranks)]
     return DiscoverResult(dataset=source, rows=rows, bootstrap=int(bootstrap), level=level,
                           covariance=covariance if correlation is None else "given",
