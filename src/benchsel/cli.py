@@ -695,6 +695,34 @@ def cmd_discover(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    from .evaluation.audit import audit
+
+    if args.transform != "none":
+        raise _UsageError("--transform is not supported by audit")
+    result = audit(_load(args), threshold=args.threshold, covariance=args.covariance)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    show = result.cells[:30]
+    text = (f"{len(result.cells)} of {result.n_cells} cells decouple from their model's other "
+            f"scores (|z| > {result.threshold:g}; z = leave-one-out residual / board spread "
+            f"{result.scale:.3g})\n")
+    if show:
+        text += _table(["model", "benchmark", "observed", "predicted", "z"],
+                       [[c.model, c.benchmark, c.observed, c.predicted, c.z] for c in show])
+        if len(result.cells) > len(show):
+            text += f"\n... {len(result.cells) - len(show)} more (use --json for all)"
+    marked = [b for b in result.benchmarks if b.flagged_cells or b.decoupled]
+    if marked:
+        text += "\n\nbenchmarks with flagged cells or drift across model order:\n" + _table(
+            ["benchmark", "flagged", "cells", "mean z early", "mean z late", "drift t",
+             "replacement"],
+            [[b.benchmark, b.flagged_cells, b.cells, b.mean_z_early, b.mean_z_late, b.drift_t,
+              b.replacement or "-"] for b in marked])
+    _emit(args, payload, text)
+    return 0
+
+
 def cmd_compare(args) -> int:
     from .gaussian.compare import compare_models
 
@@ -1257,6 +1285,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_discover)
+
+    p = sub.add_parser(
+        "audit",
+        help="flag scores that decouple from the rest of their model's row (contamination, "
+             "gaming, broken runs) and benchmarks that drift")
+    _add_data(p)
+    p.add_argument("--threshold", type=float, default=5.0,
+                   help="flag cells whose robust leave-one-out z exceeds this (default 5)")
+    _add_output(p)
+    p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser(
         "compare",

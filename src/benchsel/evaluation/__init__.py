@@ -1,6 +1,7 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
 from ..splits import Fold, kfold_with_holdout, model_strength, strength_split
+from .audit import AuditResult, audit
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
 from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
@@ -23,6 +24,8 @@ __all__ = [
     "Spectrum",
     "CompletionResult",
     "CompletionRow",
+    "AuditResult",
+    "audit",
     "DiscoverResult",
     "DiscoverRow",
     "discover",
