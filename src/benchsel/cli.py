@@ -695,6 +695,45 @@ def cmd_discover(args) -> int:
     return 0
 
 
+def cmd_budget(args) -> int:
+    from .evaluation.budget import question_budget
+
+    if args.transform != "none":
+        raise _UsageError("--transform is not supported by budget (noise is on the score scale)")
+    if (args.k is None) == (args.select is None):
+        raise _UsageError("budget needs the benchmarks to run: -k K (select them) or --select "
+                          "NAMES, exactly one")
+    scores = _load(args)
+    model = _fit(args, scores)
+    selected = (_item_names(args.select, model.items_) if args.select
+                else model.select(args.k, objective=args.objective).items)
+    questions = None
+    if args.questions:
+        counts = read_costs(args.questions)
+        questions = dict(zip(_as_items(list(counts), model.items_), counts.values()))
+    result = question_budget(model, selected, fraction=args.fraction, questions=questions,
+                             total=args.total)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [[r.benchmark, r.score, r.conditional_variance,
+             "-" if r.questions_needed is None else r.questions_needed,
+             "-" if r.questions_available is None else r.questions_available,
+             *(["-" if r.allocated is None else r.allocated] if args.total else [])]
+            for r in result.rows]
+    text = (f"questions per benchmark for sampling noise <= {args.fraction:g} x its variance "
+            "given the other selected benchmarks\n"
+            + _table(["benchmark", "mean score", "cond. variance", "questions needed",
+                      "available", *(["allocated"] if args.total else [])], rows))
+    for r in result.rows:
+        if r.reason:
+            text += f"\n{r.benchmark}: {r.reason}"
+    if args.total:
+        text += (f"\nwith {args.total} questions in all, the unselected benchmarks' total "
+                 f"predictive variance is {result.rest_variance:.4g}")
+    _emit(args, payload, text)
+    return 0
+
+
 def cmd_audit(args) -> int:
     from .evaluation.audit import audit
 
@@ -1285,6 +1324,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     _add_output(p)
     p.set_defaults(func=cmd_discover)
+
+    p = sub.add_parser(
+        "budget",
+        help="how many questions each selected benchmark needs, and a total budget's split")
+    _add_data(p)
+    p.add_argument("-k", type=_positive_int, help="select k benchmarks (MI) and budget them")
+    p.add_argument("--objective", choices=OBJECTIVES, default="mi",
+                   help="objective of the -k selection (default mi)")
+    p.add_argument("--select", metavar="NAMES",
+                   help="comma-separated benchmarks to budget instead of -k")
+    p.add_argument("--fraction", type=float, default=0.1,
+                   help="sampling noise allowed, as a share of each benchmark's variance "
+                   "given the other selected ones (default 0.1)")
+    p.add_argument("--questions", metavar="FILE",
+                   help="question count per benchmark (CSV 'benchmark,questions' or JSON); "
+                   "caps the counts and corrects for sampling without replacement")
+    p.add_argument("--total", type=_positive_int,
+                   help="also spread this many questions over the selected benchmarks, "
+                   "greedily lowering the rest's predictive variance")
+    _add_output(p)
+    p.set_defaults(func=cmd_budget)
 
     p = sub.add_parser(
         "audit",

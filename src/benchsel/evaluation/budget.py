@@ -1,0 +1,174 @@
+"""``budget``: how many questions each selected benchmark needs (Smola 2026, slides
+"Calibrate data per benchmark").
+
+A selected benchmark is run to inform the prediction of the rest; a score
+estimated from ``n`` of its questions carries sampling noise ``p (1 - p) / n``
+(fraction scale; times 100^2 in percent, with the finite-population
+correction when the benchmark's question count is known). What it adds
+beyond the other selected benchmarks is its conditional variance given
+them, ``sigma^2(j | A \\ j)``: a benchmark the others already explain has a
+small one, and a noisy estimate of it costs little. So each selected
+benchmark needs ``n_j = p_j (1 - p_j) / (f sigma^2(j | A \\ j))`` questions for
+its noise to stay below a fraction ``f`` of that variance (capped at its
+question count).
+
+With a total budget ``T``, questions are spread greedily in chunks: each
+chunk goes to the benchmark whose extra questions most lower the total
+predictive variance of every unselected benchmark, the selected scores
+entering as noisy measurements (the mixed plan's model, see
+:meth:`benchsel.gaussian.GaussianModel.predict` ``observed_std``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..bounds import column_scale
+from ..gaussian.conditional import conditional_moments
+from .metrics import json_record
+
+__all__ = ["BudgetRow", "BudgetResult", "question_budget", "rest_variance"]
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    benchmark: str
+    score: float
+    conditional_variance: float
+    questions_needed: int | None
+    questions_available: int | None
+    allocated: int | None
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        return json_record(self)
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    fraction: float
+    total: int | None
+    rows: list
+    rest_variance: float | None
+
+    def to_dict(self) -> dict:
+        return {"fraction": self.fraction, "total": self.total,
+                "rest_variance": self.rest_variance,
+                "benchmarks": [r.to_dict() for r in self.rows]}
+
+
+def _noise_variance(p: float, n: int, total: int | None, unit: float) -> float:
+    """Sampling variance of a score from n of ``total`` questions, in score units."""
+    fpc = (total - n) / (total - 1) if total and total > 1 else 1.0
+    return unit**2 * p * (1 - p) / n * max(fpc, 0.0)
+
+
+def question_budget(model, selected, *, fraction: float = 0.1, questions=None,
+                    total: int | None = None, chunk: int = 10) -> BudgetResult:
+    """Questions per selected benchmark, and a total budget's allocation (module docstring).
+
+    Parameters
+    ----------
+    model : GaussianModel
+        Fitted on the leaderboard.
+    selected : sequence of str
+        The benchmarks to run.
+    fraction : float in (0, 1], default 0.1
+        ``f``: the noise may be this share of a benchmark's conditional
+        variance given the other selected ones.
+    questions : mapping {benchmark: question count}, optional
+        Caps ``n`` and enables the finite-population correction.
+    total : int, optional
+        A total number of questions to spread over the selected benchmarks.
+    chunk : int, default 10
+        Questions per greedy step of the allocation.
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1]; got {fraction!r}")
+    questions = dict(questions or {})
+    items = list(model.items_)
+    unknown = [s for s in list(selected) + list(questions) if s not in items]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown[:5]}; the model has {items[:10]}...")
+    idx = [items.index(s) for s in selected]
+    if len(idx) < 1:
+        raise ValueError("budget needs at least one selected benchmark")
+    scale = column_scale(model.scores_.values)
+    sigma = model.covariance_
+    mean = model.mean_
+    rows, plan = [], []
+    for j in idx:
+        others = [i for i in idx if i != j]
+        if others:
+            w = np.linalg.solve(sigma[np.ix_(others, others)], sigma[others, j])
+            cond = float(sigma[j, j] - sigma[j, others] @ w)
+        else:
+            cond = float(sigma[j, j])
+        cap = questions.get(items[j])
+        unit = {"fraction": 1.0, "percent": 100.0}.get(str(scale[j]))
+        if unit is None:
+            rows.append(BudgetRow(items[j], float(mean[j]), cond, None, cap, None,
+                                  "not a fraction or percent score: no binomial noise model"))
+            plan.append(None)
+            continue
+        p = float(np.clip(mean[j] / unit, 1e-3, 1 - 1e-3))
+        need = int(np.ceil(unit**2 * p * (1 - p) / (fraction * max(cond, 1e-12))))
+        if cap is not None:
+            need = min(need, int(cap))
+        rows.append(BudgetRow(items[j], float(mean[j]), cond, need, cap, None))
+        plan.append((p, unit, cap))
+    rest_variance = None
+    if total is not None:
+        alloc, rest_variance = _allocate(model, idx, plan, int(total), chunk)
+        rows = [BudgetRow(**{**r.__dict__, "allocated": a}) for r, a in zip(rows, alloc)]
+    return BudgetResult(fraction=float(fraction), total=total, rows=rows,
+                        rest_variance=rest_variance)
+
+
+def rest_variance(model, idx, plan, counts: dict) -> float:
+    """Total predictive variance of the unselected items when selected item ``idx[k]`` is
+    measured from ``counts[k]`` questions (``plan[k] = (p, unit, question count)``)."""
+    n_items = len(model.items_)
+    x = np.full((1, n_items), np.nan)
+    noise = np.zeros((1, n_items))
+    for k, count in counts.items():
+        p, unit, cap = plan[k]
+        x[0, idx[k]] = 0.0
+        noise[0, idx[k]] = max(_noise_variance(p, count, cap, unit), 1e-12)
+    _, var = conditional_moments(x, np.zeros(n_items), model.covariance_, noise=noise)
+    rest = np.setdiff1d(np.arange(n_items), idx)
+    return float(var[0, rest].sum()) if rest.size else float(var[0, idx].sum())
+
+
+def _allocate(model, idx, plan, total, chunk):
+    """Greedy chunks to the benchmark that most lowers the unselected items' total variance."""
+    usable = [k for k, p in enumerate(plan) if p is not None]
+    if total < len(usable):
+        raise ValueError(f"a total of {total} questions cannot give one to each of the "
+                         f"{len(usable)} benchmarks with a noise model")
+    n = {k: 1 for k in usable}
+
+    def rest_var(counts):
+        return rest_variance(model, idx, plan, counts)
+
+    left = total - len(usable)
+    while left > 0:
+        step = min(chunk, left)
+        best, best_value = None, np.inf
+        for k in usable:
+            cap = plan[k][2]
+            if cap is not None and n[k] + step > cap:
+                continue
+            trial = dict(n)
+            trial[k] += step
+            v = rest_var(trial)
+            if v < best_value:
+                best, best_value = k, v
+        if best is None:
+            break  # every benchmark is at its question count
+        n[best] += step
+        left -= step
+    alloc = [n.get(k) for k in range(len(plan))]
+    return alloc, rest_var(n)

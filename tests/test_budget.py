@@ -1,0 +1,65 @@
+"""benchsel budget: questions per selected benchmark and a total budget's allocation."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchsel import GaussianModel, ScoreMatrix, load_dataset
+from benchsel.cli import main
+from benchsel.evaluation.budget import question_budget, rest_variance
+
+
+@pytest.fixture(scope="module")
+def helm():
+    return GaussianModel().fit(load_dataset("helm_lite"))
+
+
+def test_questions_needed_follow_the_conditional_variance(helm):
+    sel = ["MMLU", "GSM8K", "MATH"]
+    res = question_budget(helm, sel, fraction=0.2)
+    sigma, idx = helm.covariance_, [helm.items_.index(s) for s in sel]
+    for row, j in zip(res.rows, idx):
+        others = [i for i in idx if i != j]
+        cond = sigma[j, j] - sigma[j, others] @ np.linalg.solve(
+            sigma[np.ix_(others, others)], sigma[others, j])
+        assert row.conditional_variance == pytest.approx(cond)
+        p = helm.mean_[j]
+        assert row.questions_needed == int(np.ceil(p * (1 - p) / (0.2 * cond)))
+    # A question count caps the need.
+    capped = question_budget(helm, sel, fraction=0.2, questions={"MMLU": 10})
+    assert capped.rows[0].questions_needed == min(10, res.rows[0].questions_needed)
+
+
+def test_allocation_spends_the_budget_and_beats_an_equal_split(helm):
+    sel = ["MMLU", "GSM8K", "MATH", "LegalBench"]
+    res = question_budget(helm, sel, total=400)
+    alloc = [r.allocated for r in res.rows]
+    assert sum(alloc) == 400 and min(alloc) >= 1
+    idx = [helm.items_.index(s) for s in sel]
+    plan = [(float(np.clip(helm.mean_[j], 1e-3, 1 - 1e-3)), 1.0, None) for j in idx]
+    assert res.rest_variance == pytest.approx(
+        rest_variance(helm, idx, plan, dict(enumerate(alloc))))
+    assert res.rest_variance <= rest_variance(helm, idx, plan, {k: 100 for k in range(4)})
+    # More questions never hurt.
+    assert rest_variance(helm, idx, plan, {k: 1000 for k in range(4)}) < res.rest_variance
+
+
+def test_a_score_without_a_binomial_model_says_why():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(40, 3)) @ rng.normal(size=(3, 4))
+    values[:, :3] = 1 / (1 + np.exp(-values[:, :3]))  # three accuracies, one raw score
+    model = GaussianModel().fit(ScoreMatrix(values, [f"m{i}" for i in range(40)],
+                                            ["a", "b", "c", "elo"]))
+    res = question_budget(model, ["a", "elo"])
+    assert res.rows[1].questions_needed is None and "binomial" in res.rows[1].reason
+    with pytest.raises(ValueError, match="fraction"):
+        question_budget(model, ["a"], fraction=0)
+
+
+def test_cli_budget_json(capsys):
+    assert main(["budget", "helm_lite", "-k", "3", "--total", "300", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    rows = payload["benchmarks"]
+    assert len(rows) == 3 and sum(r["allocated"] for r in rows) == 300
+    assert payload["rest_variance"] > 0
