@@ -403,3 +403,23 @@ def test_python_m_benchsel_exit_codes(tmp_path):
     usage = run_module("select", cwd=tmp_path)
     assert usage.returncode == 2
     assert "usage:" in usage.stderr
+
+
+def test_predict_axis_models_is_the_dual(capsys, tmp_path):
+    """A held-out benchmark's scores on five reference models predict the other models'."""
+    target = "MMLU"
+    j = HELM.items.index(target)
+    rest = HELM.subset(items=[i for i in range(HELM.n_items) if i != j])
+    path = tmp_path / "rest.csv"
+    rest.to_frame().to_csv(path)
+    code, out, err = run(capsys, "select", path, "-k", 5, "--axis", "models", "--json")
+    refs = json.loads(out)["selected"]
+    observed = ",".join(f"{m}={float(HELM.values[HELM.models.index(m), j])!r}" for m in refs)
+    payload = run_json(capsys, "predict", path, "--axis", "models", "--observed", observed,
+                       "--method", "gaussian")
+    preds = {p["benchmark"]: p["mean"] for p in payload["predictions"]}
+    assert set(preds) == set(HELM.models) - set(refs)
+    truth = np.array([HELM.values[HELM.models.index(m), j] for m in preds])
+    guess = np.array(list(preds.values()))
+    mean_only = np.abs(truth - np.mean([HELM.values[HELM.models.index(m), j] for m in refs]))
+    assert np.mean(np.abs(truth - guess)) < 0.7 * np.mean(mean_only)

@@ -9,6 +9,7 @@ stdout by default, ``--json`` prints machine-readable JSON instead, and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -284,13 +285,21 @@ def cmd_predict(args) -> int:
         raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted "
                           "already), exactly one of them")
     if args.plan is not None:
+        if args.axis != "benchmarks":
+            raise _UsageError("--axis models transposes DATA; a plan is already fitted")
         pred, level = _predict_from_plan(args)
     else:
         scores = _load(args)
+        if args.axis == "models":
+            # The dual: a new benchmark's scores on a few reference models predict
+            # its scores on every other model.
+            scores = scores.transpose()
         model = _fit(args, scores)
         observed = _observed_benchmarks(args.observed, model.items_)
         pred = model.predict(observed, level=args.level, method=args.method or "auto")
         level = "benchmarks"
+        if args.axis == "models" and pred.models == ["new model"]:
+            pred = dataclasses.replace(pred, models=["new benchmark"])
     if args.format == "csv":
         _emit_text(args, _prediction_csv(pred))
         return 0
@@ -299,7 +308,7 @@ def cmd_predict(args) -> int:
     payload = pred.to_dict(include_observed=full_runs)
     blocks = []
     pct = f"{100 * args.level:g}%"
-    what = "task" if level == "questions" else "benchmark"
+    what = "task" if level == "questions" else "model" if args.axis == "models" else "benchmark"
     for i, name in enumerate(pred.models):
         records = pred.records(i, include_observed=full_runs)
         rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else ""), r["mean"],
@@ -1208,6 +1217,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "questions")
     p.add_argument("--level", type=_fraction, default=0.9,
                    help="coverage of the central interval (default 0.9)")
+    p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
+                   help="models: the dual -- --observed gives a new benchmark's scores on "
+                   "some models (model=score,...), and its score on every other model is "
+                   "predicted (pick the reference models with 'select --axis models')")
     p.add_argument("--method", choices=list(COMPLETERS), default=None,
                    help="predictor: auto (default) cross-validates every method on the "
                    "source models, each given the benchmarks the new model was run on, and "
