@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..matrix import ScoreMatrix
+
 __all__ = ["Comparison", "compare_models"]
 
 
@@ -74,8 +76,6 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     from scipy.stats import norm
 
     x = np.vstack([model._rows(observed_a)[1], model._rows(observed_b)[1]])
-    from ..matrix import ScoreMatrix
-
     pred = model.predict(ScoreMatrix(x, list(names), list(model.items_)), level=level)
     a, b = 0, 1
     rho = 0.0
