@@ -75,3 +75,35 @@ def test_cli_compare_bad_models(capsys):
         main(["compare", "helm_lite", "--models", "x"])
     assert exc.value.code == 2
     assert "two different model names" in capsys.readouterr().err
+
+
+def test_cli_compare_two_runs_with_a_plan(capsys, tmp_path):
+    board = load_dataset("wildbench").cleaned()
+    held = [0, 1]
+    rest = board.subset(models=np.arange(2, board.n_models))
+    source = tmp_path / "rest.csv"
+    rest.to_frame().to_csv(source)
+    plan = tmp_path / "plan.json"
+    assert main(["plan", str(source), "-k", "3", "-o", str(plan)]) == 0
+    selected = json.loads(plan.read_text())["benchmarks"]["selection"]["selected"]
+    capsys.readouterr()
+    runs = tmp_path / "runs.csv"
+    cols = [board.items.index(s) for s in selected]
+    lines = ["model," + ",".join(selected)]
+    for i in held:
+        lines.append(board.models[i] + "," + ",".join(repr(float(board.values[i, c]))
+                                                      for c in cols))
+    runs.write_text("\n".join(lines) + "\n")
+    assert main(["compare", "--plan", str(plan), "--observed", str(runs), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert (payload["model_a"], payload["model_b"]) == (board.models[0], board.models[1])
+    by = {d["benchmark"]: d for d in payload["differences"]}
+    for s in selected:
+        assert by[s]["observed"] and by[s]["std"] == 0
+        truth = board.values[1, board.items.index(s)] - board.values[0, board.items.index(s)]
+        assert by[s]["difference"] == pytest.approx(truth)
+    hidden = [d for d in payload["differences"] if not d["observed"]]
+    assert hidden and all(d["std"] > 0 for d in hidden)
+    # DATA and --plan together are refused.
+    with pytest.raises(SystemExit):
+        main(["compare", str(source), "--plan", str(plan), "--observed", str(runs)])

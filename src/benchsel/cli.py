@@ -774,6 +774,33 @@ def cmd_audit(args) -> int:
 def cmd_compare(args) -> int:
     from .gaussian.compare import compare_models
 
+    if args.plan is not None:
+        model, observed, names = _compare_from_plan(args)
+    else:
+        if args.data is None or args.models is None:
+            raise _UsageError("compare takes DATA and --models A,B (two of its models), or "
+                              "--plan PLAN.json and --observed with two models' results")
+        if args.observed:
+            raise _UsageError("--observed goes with --plan; without it A and B are rows of DATA")
+        model, observed, names = _compare_rows(args)
+    result = compare_models(model, observed[0], observed[1], names=tuple(names),
+                            level=args.level)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data if args.plan is None else args.plan)
+    pct = f"{100 * args.level:g}%"
+    table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
+              result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
+             for j, name in enumerate(result.items)]
+    fit = ("each fitted without the two of them" if args.plan is None
+           else "predicted by the plan's model")
+    head = f"{names[1]} minus {names[0]}, {fit}; error correlation {result.correlation:.2f}"
+    _emit(args, payload, head + "\n" + _table(
+        ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
+    return 0
+
+
+def _compare_rows(args):
+    """(model fitted on the other rows, the two rows' scores, their names) of DATA."""
     scores = _load(args).cleaned()
     names = _names(args.models)
     if len(names) != 2 or names[0] == names[1]:
@@ -784,24 +811,39 @@ def cmd_compare(args) -> int:
                          f"include {', '.join(scores.models[:10])}"
                          f"{' ...' if scores.n_models > 10 else ''}")
     rows = [scores.models.index(n) for n in names]
-    others = np.setdiff1d(np.arange(scores.n_models), rows)
-    model = _fit(args, scores.subset(models=others))
+    model = _fit(args, scores.subset(models=np.setdiff1d(np.arange(scores.n_models), rows)))
+    known = set(model.items_)
     observed = [{item: float(scores.values[r, j]) for j, item in enumerate(scores.items)
-                 if not np.isnan(scores.values[r, j]) and item in set(model.items_)}
-                for r in rows]
-    result = compare_models(model, observed[0], observed[1], names=tuple(names),
-                            level=args.level)
-    payload = result.to_dict()
-    payload["dataset"] = str(args.data)
-    pct = f"{100 * args.level:g}%"
-    table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
-              result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
-             for j, name in enumerate(result.items)]
-    head = (f"{names[1]} minus {names[0]}, each fitted without the two of them; "
-            f"error correlation {result.correlation:.2f}")
-    _emit(args, payload, head + "\n" + _table(
-        ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
-    return 0
+                 if not np.isnan(scores.values[r, j]) and item in known} for r in rows]
+    return model, observed, names
+
+
+def _compare_from_plan(args):
+    """(the plan's model, two runs' scores, their names) for ``compare --plan``."""
+    if args.data is not None:
+        raise _UsageError("compare takes DATA or --plan, not both")
+    _refuse_fit_options(args, "a plan carries its fitted model: set {flag} with 'benchsel "
+                        "plan', not at compare time")
+    plan = load_plan(args.plan)
+    if plan.level != "benchmarks":
+        raise _UsageError(f"compare --plan needs a benchmark-level plan; this one is "
+                          f"{plan.level}-level")
+    model = plan.benchmarks.model()
+    if not args.observed:
+        raise _UsageError("compare --plan needs --observed: the two models' results")
+    runs = _observed_benchmarks(args.observed, model.items_)
+    if not isinstance(runs, ScoreMatrix) or runs.n_models < 2:
+        raise ValueError("compare needs the results of two models in --observed (a CSV of two "
+                         "rows, an lm-eval folder of two runs, or --observed twice)")
+    names = _names(args.models) if args.models else list(runs.models)
+    if len(names) != 2 or not set(names) <= set(runs.models):
+        raise _UsageError(f"--observed holds {len(runs.models)} models "
+                          f"({_short_names(list(runs.models), 10)}); name two with --models A,B")
+    observed = []
+    for name in names:
+        row = runs.values[runs.models.index(name)]
+        observed.append({item: float(v) for item, v in zip(runs.items, row) if not np.isnan(v)})
+    return model, observed, names
 
 
 def _dask_client(address: str | None):
@@ -1374,10 +1416,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare",
         help="predicted difference of two models on every benchmark, with its error bar")
-    _add_data(p)
-    p.add_argument("--models", required=True, metavar="A,B",
-                   help="two models of DATA; each is predicted from its own scores by a fit "
-                   "on the other models, and B - A is reported")
+    _add_data(p, optional=True)
+    p.add_argument("--models", metavar="A,B",
+                   help="two models of DATA (each predicted from its own scores by a fit on "
+                   "the other models), or the two of --observed to compare; B - A is reported")
+    p.add_argument("--plan", metavar="PLAN.json",
+                   help="compare two new models with a saved benchmark-level plan instead of "
+                   "fitting DATA")
+    p.add_argument("--observed", action="append", metavar="PATH",
+                   help="with --plan: the two models' results (as for 'predict --observed': "
+                   "a CSV of both, lm-eval output, repeat for several)")
     p.add_argument("--level", type=float, default=0.9,
                    help="coverage of the central interval (default 0.9)")
     _add_output(p)
