@@ -28,7 +28,8 @@ __all__ = ["Comparison", "compare_models"]
 
 @dataclass(frozen=True)
 class Comparison:
-    """Predicted ``B - A`` per item, its standard deviation and interval, ``P(B > A)``."""
+    """Predicted ``B - A`` per item, its standard deviation and interval, ``P(B > A)``;
+    ``std_a`` / ``std_b`` are each model's own calibrated standard deviation."""
 
     model_a: str
     model_b: str
@@ -41,6 +42,8 @@ class Comparison:
     observed: np.ndarray
     correlation: float
     level: float
+    std_a: np.ndarray = None
+    std_b: np.ndarray = None
 
     def to_dict(self) -> dict:
         return {
@@ -100,4 +103,4 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     return Comparison(model_a=names[0], model_b=names[1], items=list(model.items_),
                       difference=diff, std=std, low=diff - half, high=diff + half,
                       p_b_better=p, observed=observed, correlation=float(rho),
-                      level=float(level))
+                      level=float(level), std_a=s_a, std_b=s_b)

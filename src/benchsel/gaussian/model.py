@@ -696,25 +696,30 @@ class GaussianModel:
 
     def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
         """Per new row (standardized, NaN = not given): its regime and multiplier."""
-        given = ~np.isnan(z)
-        none = {"method": "none", "regime": None, "multiplier": 1.0}
-        if self.calibration == "none":
-            return [dict(none) for _ in range(z.shape[0])]
-        if self._calibrator is None:
+        if self.calibration != "none" and self._calibrator is None:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage)
-        out = [dict(none) for _ in range(z.shape[0])]
-        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
+        return self._per_pattern(
+            self._z, z, lambda pattern: self._calibrator.calibration(pattern, level))
+
+    def _per_pattern(self, reference: np.ndarray, rows_z: np.ndarray, calibrate) -> list[dict]:
+        """Each row's calibration record: ``calibrate(pattern)`` once per pattern of given
+        items, the regime judged against ``reference`` (standardized, like ``rows_z``)."""
+        none = {"method": "none", "regime": None, "multiplier": 1.0}
+        out = [dict(none) for _ in range(rows_z.shape[0])]
+        if self.calibration == "none":
+            return out
+        patterns, inverse = np.unique(~np.isnan(rows_z), axis=0, return_inverse=True)
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse.reshape(-1) == g)
-            cal = self._calibrator.calibration(pattern, level)
+            cal = calibrate(pattern)
             if not (pattern.any() and cal.calibrated):
                 continue
-            excess = range_excess(self._z[:, pattern], z[np.ix_(rows, np.flatnonzero(pattern))])
+            excess = range_excess(reference[:, pattern],
+                                  rows_z[np.ix_(rows, np.flatnonzero(pattern))])
             for r, e in zip(rows, excess):
-                regime = "outside" if e > 0 else "inside"
-                out[r] = {"method": "conformal", "regime": regime,
+                out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
                           "multiplier": float(cal.factor(e)),
                           "cells": cal.n_outside if e > 0 else cal.n_inside}
         return out
@@ -776,27 +781,10 @@ class GaussianModel:
         """As :meth:`_calibrate`, for a completion method (raw scores, per pattern)."""
         from ..prediction.completion import calibrate_completion
 
-        none = {"method": "none", "regime": None, "multiplier": 1.0}
-        out = [dict(none) for _ in range(x.shape[0])]
-        if self.calibration == "none":
-            return out
         train = self.scores_.values
-        z_train = self._raw_standardizer.transform(train)
-        z_new = self._raw_standardizer.transform(x)
-        given = ~np.isnan(x)
-        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse.reshape(-1) == g)
-            cal = calibrate_completion(train, method, level=level, given=pattern)
-            if not (pattern.any() and cal.calibrated):
-                continue
-            excess = range_excess(z_train[:, pattern],
-                                  z_new[np.ix_(rows, np.flatnonzero(pattern))])
-            for r, e in zip(rows, excess):
-                out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
-                          "multiplier": float(cal.factor(e)),
-                          "cells": cal.n_outside if e > 0 else cal.n_inside}
-        return out
+        return self._per_pattern(
+            self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
+            lambda pattern: calibrate_completion(train, method, level=level, given=pattern))
 
     def extrapolation(self, observed) -> list[dict]:
         """Whether predictions for new models are extrapolations, and why.
