@@ -39,6 +39,7 @@ from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
 from .prediction import COMPLETERS
 from .progress import Progress
 from .selection import OBJECTIVES
+from .selection.greedy import describe_certificate
 from .transforms import TRANSFORMS
 
 __all__ = ["main", "build_parser"]
@@ -250,29 +251,11 @@ def cmd_select(args) -> int:
         head += f", total cost {sel.cost:g}"
     if sel.stopped_by == "no positive gain":
         head += "; stopped: the next pick would add no information"
-    head += "\n" + _certificate_line(sel.certificate)
+    head += "\n" + describe_certificate(sel.certificate)
     text = head + "\n" + _table(["#", what, "gain", "residual_var",
                                  *(["selected in resamples"] if frequency else [])], rows)
     _emit(args, payload, text)
     return 0
-
-
-def _certificate_line(cert: dict | None) -> str:
-    """One sentence on what is proved about a selection's quality."""
-    if not cert:
-        return "no quality certificate"
-    if cert.get("fraction") is not None:
-        return (f"certificate: reaches at least {100 * cert['fraction']:.1f}% of the best "
-                f"{cert['objective']} of its size (data-dependent bound on this covariance "
-                f"{100 * cert['data_fraction']:.1f}%, a-priori greedy guarantee "
-                f"{100 * cert['greedy_guarantee']:.1f}%)")
-    line = f"certificate: none -- {cert['reason']}"
-    if cert.get("oracle_fraction") is not None:
-        line += (f"; exhaustive search: {100 * cert['oracle_fraction']:.1f}% of the best MI "
-                 "of its size")
-    elif cert.get("oracle_reason"):
-        line += f"; no exhaustive search ({cert['oracle_reason']})"
-    return line
 
 
 def cmd_predict(args) -> int:
@@ -284,22 +267,7 @@ def cmd_predict(args) -> int:
     if (args.plan is None) == (args.data is None):
         raise _UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted "
                           "already), exactly one of them")
-    if args.plan is not None:
-        if args.axis != "benchmarks":
-            raise _UsageError("--axis models transposes DATA; a plan is already fitted")
-        pred, level = _predict_from_plan(args)
-    else:
-        scores = _load(args)
-        if args.axis == "models":
-            # The dual: a new benchmark's scores on a few reference models predict
-            # its scores on every other model.
-            scores = scores.transpose()
-        model = _fit(args, scores)
-        observed = _observed_benchmarks(args.observed, model.items_)
-        pred = model.predict(observed, level=args.level, method=args.method or "auto")
-        level = "benchmarks"
-        if args.axis == "models" and pred.models == ["new model"]:
-            pred = dataclasses.replace(pred, models=["new benchmark"])
+    pred, level = _prediction(args)
     if args.format == "csv":
         _emit_text(args, _prediction_csv(pred))
         return 0
@@ -341,6 +309,26 @@ def cmd_predict(args) -> int:
         )
     _emit(args, payload, "\n\n".join(blocks))
     return 0
+
+
+def _prediction(args):
+    """(Prediction, plan level) of ``--observed``: from ``--plan``, or a fit of DATA."""
+    if args.plan is not None:
+        if getattr(args, "axis", "benchmarks") != "benchmarks":
+            raise _UsageError("--axis models transposes DATA; a plan is already fitted")
+        return _predict_from_plan(args)
+    scores = _load(args)
+    dual = getattr(args, "axis", "benchmarks") == "models"
+    if dual:
+        # The dual: a new benchmark's scores on a few reference models predict
+        # its scores on every other model.
+        scores = scores.transpose()
+    model = _fit(args, scores)
+    observed = _observed_benchmarks(args.observed, model.items_)
+    pred = model.predict(observed, level=args.level, method=args.method or "auto")
+    if dual and pred.models == ["new model"]:
+        pred = dataclasses.replace(pred, models=["new benchmark"])
+    return pred, "benchmarks"
 
 
 def _predict_from_plan(args):
@@ -844,6 +832,62 @@ def _compare_from_plan(args):
         row = runs.values[runs.models.index(name)]
         observed.append({item: float(v) for item, v in zip(runs.items, row) if not np.isnan(v)})
     return model, observed, names
+
+
+def cmd_report(args) -> int:
+    import time
+
+    from .report import build_report
+
+    start = time.perf_counter()
+    if args.data is None and args.plan is None:
+        raise _UsageError("report takes DATA, or --plan PLAN.json whose leaderboard it shows")
+    if args.observed and args.data is not None and args.plan is None:
+        pred, _ = _prediction(args)
+    elif args.plan is not None:
+        if not args.observed:
+            raise _UsageError("--plan goes with --observed: the new model's results")
+        pred, _ = _prediction(args)
+    else:
+        pred = None
+    if args.data is not None:
+        scores = _load(args)
+    else:
+        plan = load_plan(args.plan)
+        if plan.benchmarks is None:
+            raise _UsageError(f"{args.plan} is a {plan.level} plan with no leaderboard; give "
+                              "the leaderboard as DATA")
+        scores = plan.benchmarks.source
+    progress = Progress("sections", enabled=False if args.quiet else None)
+    try:
+        report = build_report(
+            scores, dataset=str(args.data if args.data is not None else args.plan),
+            prediction=pred, k=args.k, folds=args.folds, k_max=args.k_max,
+            bootstrap=args.bootstrap, threshold=args.threshold, covariance=args.covariance,
+            seed=args.seed, level=args.level, progress=progress)
+    finally:
+        progress.close()
+    try:
+        page = report.html()
+        write_text_atomic(args.output, page, protect=_inputs(args))
+        plots = ([str(p) for p in report.save_figures(args.plots, protect=_inputs(args))]
+                 if args.plots else [])
+    finally:
+        report.close()
+    seconds = time.perf_counter() - start
+    size = len(page.encode())
+    skipped = {s.key: s.skipped for s in report.sections if s.skipped}
+    summary = {"output": str(args.output), "bytes": size, "seconds": seconds,
+               "sections": [s.key for s in report.sections], "skipped": skipped,
+               "plots": plots}
+    text = (f"wrote {args.output}: {len(report.sections)} sections, {size / 1024:.0f} KiB, "
+            f"{seconds:.1f} s" + (f"; {len(plots)} plot files in {args.plots}" if plots else ""))
+    text += "".join(f"\n{key}: not available -- {why}" for key, why in skipped.items())
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
 
 
 def _dask_client(address: str | None):
@@ -1430,6 +1474,42 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coverage of the central interval (default 0.9)")
     _add_output(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of what the leaderboard tells you, with plots")
+    _add_data(p, optional=True)
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html",
+                   help="the page to write (atomically; it loads nothing from the network)")
+    p.add_argument("--plots", metavar="DIR",
+                   help="also write every figure as DIR/<name>.png and DIR/<name>.svg")
+    p.add_argument("--observed", action="append", metavar="PATH",
+                   help="a new model's scores to predict and show against the leaderboard "
+                   "(as for 'predict --observed')")
+    p.add_argument("--plan", metavar="PLAN.json",
+                   help="predict --observed with this saved plan; without DATA, its "
+                   "leaderboard is the one reported")
+    p.add_argument("--method", choices=list(COMPLETERS), default=None,
+                   help="predictor of the new model (default auto, as in 'predict')")
+    _add_bounds(p)
+    p.add_argument("-k", type=_positive_int, default=5,
+                   help="size of the selection shown (default 5)")
+    p.add_argument("--folds", type=_positive_int, default=5,
+                   help="cross-validation folds over models (default 5)")
+    p.add_argument("--k-max", type=_positive_int, default=10,
+                   help="largest k the cross-validation scores (default 10)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                   help="model resamples for the discover ranks' intervals (default 0; "
+                   "each refits the model)")
+    p.add_argument("--threshold", type=float, default=5.0,
+                   help="audit threshold on the robust leave-one-out z (default 5)")
+    p.add_argument("--level", type=_fraction, default=0.9,
+                   help="coverage of the intervals (default 0.9)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the folds and resamples")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written as JSON (the page embeds the sections' JSON)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p)

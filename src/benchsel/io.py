@@ -501,9 +501,9 @@ def _as_scores(pairs, where: str) -> dict[str, float]:
 
 # ------------------------------------------------------------------ writers
 def write_text_atomic(
-    path: str | os.PathLike, text: str, *, protect: Iterable | None = None
+    path: str | os.PathLike, text: str | bytes, *, protect: Iterable | None = None
 ) -> None:
-    """Write ``text`` to ``path`` atomically.
+    """Write ``text`` (or ``bytes``) to ``path`` atomically.
 
     Parameters
     ----------
@@ -513,6 +513,7 @@ def write_text_atomic(
         and is not a regular file (``/dev/null``) is written to, not
         replaced.
     """
+    mode = "wb" if isinstance(text, bytes) else "w"
     path = Path(path)
     for other in protect or ():
         if other is None or not Path(other).exists():
@@ -524,23 +525,23 @@ def write_text_atomic(
             raise ValueError(f"{path}: refusing to write inside the input folder {other}")
     if path.exists() and not path.is_file():
         # A device or pipe (/dev/null, /dev/stdout): write to it, never replace it.
-        with path.open("w") as fh:
+        with path.open(mode) as fh:
             fh.write(text)
         return
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, mode) as fh:
             fh.write(text)
         # mkstemp creates 0600; give the file the mode a plain open() would
         # (or keep the mode of the file it replaces).
         if path.exists():
-            mode = path.stat().st_mode & 0o777
+            permissions = path.stat().st_mode & 0o777
         else:
             umask = os.umask(0)
             os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
+            permissions = 0o666 & ~umask
+        os.chmod(tmp, permissions)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,6 +24,7 @@ from scipy.linalg import blas
 from .._linalg import EPS, inverse_diagonal, spd_inverse
 
 __all__ = [
+    "describe_certificate",
     "entropy_certificate",
     "mi_oracle_gap",
     "mutual_information_of",
@@ -556,3 +557,20 @@ def random_selection(sigma, k: int | None = None, *, seed=None, **options) -> Gr
     """A uniformly random order (after ``include``), scored with entropy gains."""
     return run_greedy(sigma, k, objective="random", seed=seed, **options)
 
+
+def describe_certificate(cert: dict | None) -> str:
+    """One sentence on what is proved about a selection's quality."""
+    if not cert:
+        return "no quality certificate"
+    if cert.get("fraction") is not None:
+        return (f"certificate: reaches at least {100 * cert['fraction']:.1f}% of the best "
+                f"{cert['objective']} of its size (data-dependent bound on this covariance "
+                f"{100 * cert['data_fraction']:.1f}%, a-priori greedy guarantee "
+                f"{100 * cert['greedy_guarantee']:.1f}%)")
+    line = f"certificate: none -- {cert['reason']}"
+    if cert.get("oracle_fraction") is not None:
+        line += (f"; exhaustive search: {100 * cert['oracle_fraction']:.1f}% of the best MI "
+                 "of its size")
+    elif cert.get("oracle_reason"):
+        line += f"; no exhaustive search ({cert['oracle_reason']})"
+    return line

@@ -1,0 +1,210 @@
+"""``benchsel report``: the HTML page, its plots, and the page in a real browser.
+
+The browser test drives Debian's Chromium through chromedriver (Selenium); it
+is skipped where either is missing. The README's test command installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchsel import load_dataset
+from benchsel.cli import main
+from benchsel.report import build_report
+
+HOSTILE = "<script>alert(1)</script>"
+DOLLAR = "$x$ & \"quoted\""
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def embedded_json(page: str) -> dict:
+    block = re.search(r'<script type="application/json" id="benchsel-data">(.*?)</script>',
+                      page, re.S)
+    assert block is not None
+    return json.loads(block.group(1))
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """helm_lite with a benchmark and a model renamed to markup, reported with a new model."""
+    root = tmp_path_factory.mktemp("report")
+    helm = load_dataset("helm_lite")
+    items = list(helm.items)
+    items[items.index("MMLU")] = HOSTILE
+    items[items.index("MATH")] = DOLLAR
+    models = list(helm.models)
+    models[0] = HOSTILE
+    board = helm._replace(items=items, models=models)
+    data = root / "hostile.csv"
+    board.to_frame().to_csv(data)
+    # The new model: a real model's scores on two benchmarks, the markup one included.
+    row = helm.values[3]
+    observed = f"{HOSTILE}={row[helm.item_indices(['MMLU'])[0]]:.4f}," \
+               f"GSM8K={row[helm.item_indices(['GSM8K'])[0]]:.4f}"
+    page, plots = root / "report.html", root / "plots"
+    code = main(["report", str(data), "-o", str(page), "--plots", str(plots),
+                 "--observed", observed, "--quiet", "--folds", "3", "--k-max", "5"])
+    assert code == 0
+    return {"data": data, "page": page, "plots": plots, "html": page.read_text()}
+
+
+def test_names_are_escaped_everywhere(hostile):
+    html = hostile["html"]
+    assert HOSTILE not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # Only the JSON data block is a script element, and it is not executable.
+    assert re.findall(r"<script\b[^>]*>", html) == [
+        '<script type="application/json" id="benchsel-data">']
+    payload = embedded_json(html)
+    assert HOSTILE in payload["selection"]["selected"] + [
+        r["benchmark"] for r in payload["discover"]["benchmarks"]]
+    assert DOLLAR in [r["benchmark"] for r in payload["discover"]["benchmarks"]]
+
+
+def test_page_is_self_contained(hostile):
+    html = hostile["html"]
+    sources = re.findall(r'\b(?:src|href)="([^"]*)"', html)
+    assert sources, "the page has figures"
+    assert all(s.startswith(("data:image/png;base64,", "#")) for s in sources)
+    assert "<link" not in html
+    assert "default-src 'none'" in html  # the Content-Security-Policy
+
+
+def test_every_section_and_figure(hostile):
+    html = hostile["html"]
+    for key in ("overview", "spectrum", "selection", "cv", "discover", "audit", "prediction"):
+        assert f'<section id="{key}">' in html
+    assert "Not available" not in html
+    names = sorted(p.stem for p in hostile["plots"].glob("*.png"))
+    assert names == sorted(["pattern", "spectrum", "r2_vs_k", "coverage", "stability",
+                            "discover", "prediction_1"])
+    assert sorted(p.stem for p in hostile["plots"].glob("*.svg")) == names
+    for name in names:
+        assert (hostile["plots"] / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f'id="fig-{name}"' in html
+
+
+def test_tables_come_from_the_commands_json(hostile, capsys):
+    """The embedded sections are what 'discover --json' and 'audit --json' print."""
+    payload = embedded_json(hostile["html"])
+    code, out, err = run(capsys, "discover", hostile["data"], "--json")
+    assert code == 0, err
+    assert json.loads(out)["benchmarks"] == payload["discover"]["benchmarks"]
+    code, out, err = run(capsys, "audit", hostile["data"], "--json")
+    assert code == 0, err
+    assert json.loads(out)["cells"] == payload["audit"]["cells"]
+    # The table shows the same numbers: the most novel benchmark's novelty, as printed.
+    first = payload["discover"]["benchmarks"][0]
+    assert f"<td>{first['benchmark']}</td><td class=\"num\">{first['novelty']:.4g}</td>" \
+        in unescape(hostile["html"]).replace("\n", "")
+
+
+def test_new_model_section_predicts_what_was_not_run(hostile):
+    prediction = embedded_json(hostile["html"])["prediction"]
+    rows = prediction["predictions"]
+    run_in = {r["benchmark"] for r in rows if r["observed"]}
+    assert run_in == {HOSTILE, "GSM8K"}
+    assert len(rows) == 11
+    for r in rows:
+        if not r["observed"]:
+            assert r["low"] <= r["mean"] <= r["high"] and r["std"] > 0
+
+
+def test_sections_that_cannot_run_say_why(tmp_path, capsys):
+    # arena_hard has one score column: nothing to select or cross-validate.
+    page = tmp_path / "arena.html"
+    code, out, err = run(capsys, "report", "arena_hard", "-o", page, "--json", "--quiet")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert {"selection", "cv"} <= set(summary["skipped"])
+    html = page.read_text()
+    assert html.count("Not available for this leaderboard") == len(summary["skipped"])
+    assert '<section id="overview">' in html and 'id="fig-pattern"' in html
+
+
+def test_report_never_overwrites_its_input(tmp_path, capsys):
+    data = tmp_path / "board.csv"
+    load_dataset("helm_lite").to_frame().to_csv(data)
+    before = data.read_bytes()
+    code, _, err = run(capsys, "report", data, "-o", data, "--quiet")
+    assert code == 1 and "refusing to overwrite an input file" in err
+    assert data.read_bytes() == before
+
+
+def test_library_report_matches_a_direct_fit():
+    """The selection shown is what select -k 5 picks on the same data."""
+    from benchsel.gaussian import GaussianModel
+
+    helm = load_dataset("helm_lite")
+    report = build_report(helm, dataset="helm_lite", folds=3, k_max=4)
+    try:
+        direct = GaussianModel(calibration="none").fit(helm).select(5, objective="mi")
+        assert report.payload["selection"]["selected"] == direct.items
+        cv = report.payload["cv"]
+        assert cv["folds"] == 3 and max(r["k"] for r in cv["results"]) == 4
+        assert np.isfinite([r["r2_mean"] for r in cv["results"]]).all()
+    finally:
+        report.close()
+
+
+# ----------------------------------------------------------------- browser
+def _browser(tmp_path: Path):
+    """A headless Chromium driven by chromedriver, or a skip saying what is missing."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    binary = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                   if shutil.which(n)), None)
+    driver = shutil.which("chromedriver")
+    if binary is None or driver is None:
+        pytest.skip("Chromium and chromedriver are not installed "
+                    "(Debian: apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1200,900",
+                 f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(driver))
+
+
+def test_report_renders_in_chromium(hostile, tmp_path):
+    from selenium.common.exceptions import NoAlertPresentException
+
+    browser = _browser(tmp_path)
+    try:
+        browser.get(hostile["page"].resolve().as_uri())
+        # A name that ran as a script would have opened an alert.
+        with pytest.raises(NoAlertPresentException):
+            browser.switch_to.alert.text  # noqa: B018 - reading it is the check
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        images = browser.execute_script(
+            "return Array.from(document.images).map(i => ({id: i.id, done: i.complete,"
+            " width: i.naturalWidth, shown: i.getBoundingClientRect().height}))")
+        assert len(images) == len(list(hostile["plots"].glob("*.png")))
+        for image in images:
+            assert image["done"] and image["width"] > 100 and image["shown"] > 50, image
+        text = browser.execute_script("return document.body.innerText")
+        assert HOSTILE in text and DOLLAR in text
+        height = browser.execute_script("return document.body.scrollHeight")
+        browser.set_window_size(1200, min(height + 50, 16000))
+        shot = tmp_path / "report.png"
+        assert browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+    finally:
+        browser.quit()
