@@ -762,6 +762,8 @@ def cmd_audit(args) -> int:
 def cmd_compare(args) -> int:
     from .gaussian.compare import compare_models
 
+    if args.paired or args.lm_eval_task:
+        return _compare_paired(args)
     if args.plan is not None:
         model, observed, names = _compare_from_plan(args)
     else:
@@ -787,9 +789,32 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _compare_rows(args):
-    """(model fitted on the other rows, the two rows' scores, their names) of DATA."""
-    scores = _load(args).cleaned()
+def _compare_paired(args) -> int:
+    """``compare --paired``: two rows of a models x questions matrix, question by question."""
+    from .evaluation.paired import paired_difference
+
+    if args.plan is not None or args.observed:
+        raise _UsageError("--paired compares two rows of DATA (models x questions); it takes "
+                          "no --plan or --observed")
+    if args.data is None or args.models is None:
+        raise _UsageError("compare --paired takes DATA and --models A,B")
+    scores, names = _two_models(args, _load(args))
+    result = paired_difference(scores, names[0], names[1], level=args.level)
+    payload = {"dataset": str(args.data), "paired": result.to_dict()}
+    text = (f"{names[1]} minus {names[0]} on the {result.questions} questions both answered: "
+            f"{result.difference:+.4g} (standard error {result.std:.3g}; "
+            f"{100 * args.level:g}% interval {result.low:+.4g} to {result.high:+.4g}); "
+            f"P(B > A) = {result.p_b_better:.3f}\n"
+            f"mean score {names[0]}: {result.mean_a:.4g}, {names[1]}: {result.mean_b:.4g}")
+    if result.mcnemar_p is not None:
+        text += (f"\nright only by {names[0]}: {result.a_only}, only by {names[1]}: "
+                 f"{result.b_only}; exact McNemar p = {result.mcnemar_p:.3g}")
+    _emit(args, payload, text)
+    return 0
+
+
+def _two_models(args, scores: ScoreMatrix) -> tuple[ScoreMatrix, list[str]]:
+    """``--models A,B`` checked against the rows of ``scores``."""
     names = _names(args.models)
     if len(names) != 2 or names[0] == names[1]:
         raise _UsageError(f"--models takes two different model names, A,B; got {args.models!r}")
@@ -798,6 +823,12 @@ def _compare_rows(args):
         raise ValueError(f"{args.data}: no model named {', '.join(map(repr, missing))}; models "
                          f"include {', '.join(scores.models[:10])}"
                          f"{' ...' if scores.n_models > 10 else ''}")
+    return scores, names
+
+
+def _compare_rows(args):
+    """(model fitted on the other rows, the two rows' scores, their names) of DATA."""
+    scores, names = _two_models(args, _load(args).cleaned())
     rows = [scores.models.index(n) for n in names]
     model = _fit(args, scores.subset(models=np.setdiff1d(np.arange(scores.n_models), rows)))
     known = set(model.items_)
@@ -842,14 +873,10 @@ def cmd_report(args) -> int:
     start = time.perf_counter()
     if args.data is None and args.plan is None:
         raise _UsageError("report takes DATA, or --plan PLAN.json whose leaderboard it shows")
-    if args.observed and args.data is not None and args.plan is None:
-        pred, _ = _prediction(args)
-    elif args.plan is not None:
-        if not args.observed:
-            raise _UsageError("--plan goes with --observed: the new model's results")
-        pred, _ = _prediction(args)
-    else:
-        pred = None
+    if args.plan is not None and not args.observed:
+        raise _UsageError("--plan goes with --observed: the new model's results")
+    # The new model is predicted as 'predict' would: from the plan, else by a fit of DATA.
+    pred = _prediction(args)[0] if args.observed else None
     if args.data is not None:
         scores = _load(args)
     else:
@@ -1470,6 +1497,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--observed", action="append", metavar="PATH",
                    help="with --plan: the two models' results (as for 'predict --observed': "
                    "a CSV of both, lm-eval output, repeat for several)")
+    p.add_argument("--paired", action="store_true",
+                   help="DATA is models x questions: the paired difference of A and B over "
+                   "the questions both answered, with its standard error (and McNemar's test "
+                   "for 0/1 scores); on by default with --lm-eval-task")
     p.add_argument("--level", type=float, default=0.9,
                    help="coverage of the central interval (default 0.9)")
     _add_output(p)
