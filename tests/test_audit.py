@@ -79,3 +79,46 @@ def test_cli_audit_json(capsys, tmp_path):
     top = payload["cells"][0]
     assert (top["model"], top["benchmark"]) == ("m7", "b2") and top["z"] > 5
     assert set(top) == {"model", "benchmark", "observed", "predicted", "z"}
+
+
+def test_cli_audit_order_file_of_dates(capsys, tmp_path):
+    """Drift is tested along the release dates given, not the row order."""
+    board = _board(seed=2)
+    values = board.values.copy()
+    values[::2, 7] += 0.8  # the even rows are the later models, and better at b7 alone
+    data = tmp_path / "board.csv"
+    board._replace(values=values).to_frame().to_csv(data)
+    order = tmp_path / "released.csv"
+    lines = ["model,order"] + [f"m{i},{'2024' if i % 2 == 0 else '2023'}-0{1 + i % 9}-15"
+                               for i in range(300)]
+    order.write_text("\n".join(lines) + "\n")
+    assert main(["audit", str(data), "--json"]) == 0
+    by_row = json.loads(capsys.readouterr().out)
+    assert not next(b for b in by_row["benchmarks"] if b["benchmark"] == "b7")["decoupled"]
+    assert main(["audit", str(data), "--order", str(order), "--json"]) == 0
+    by_date = json.loads(capsys.readouterr().out)
+    b7 = next(b for b in by_date["benchmarks"] if b["benchmark"] == "b7")
+    assert b7["decoupled"] and b7["drift_t"] > 3
+
+
+def test_audit_order_is_matched_by_name_after_empty_rows_are_dropped():
+    board = _board(seed=2)
+    values = board.values.copy()
+    values[150:, 7] += 0.8
+    values[0] = np.nan  # dropped by cleaning: the keys must still follow the names
+    keys = {f"m{i}": float(i) for i in range(300)}
+    result = audit(board._replace(values=values), order=keys)
+    assert next(b for b in result.benchmarks if b.benchmark == "b7").decoupled
+    del keys["m5"]
+    with pytest.raises(ValueError, match="no key for 1 model.*'m5'"):
+        audit(board._replace(values=values), order=keys)
+
+
+def test_order_file_errors_name_the_line_and_value(tmp_path, capsys):
+    order = tmp_path / "order.csv"
+    order.write_text("model,order\nm0,2024-01-01\nm1,last spring\n")
+    board = tmp_path / "board.csv"
+    _board(m=40).to_frame().to_csv(board)
+    assert main(["audit", str(board), "--order", str(order)]) == 1
+    err = capsys.readouterr().err
+    assert "line 3" in err and "'last spring'" in err and "date" in err

@@ -32,7 +32,7 @@ from .evaluation import (
     spectrum,
 )
 from .gaussian import CALIBRATIONS, COVARIANCE_METHODS, GaussianModel
-from .io import parse_observed, read_costs, write_text_atomic
+from .io import parse_observed, read_costs, read_model_order, write_text_atomic
 from .lmeval import is_lm_eval_path, parse_per_task, read_lm_eval, write_samples
 from .matrix import DataWarning, ScoreMatrix
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
@@ -112,7 +112,8 @@ class _UsageError(ValueError):
 
 def _inputs(args) -> list:
     """Files the command reads, which ``--output`` must never overwrite."""
-    paths = [getattr(args, name, None) for name in ("data", "costs", "plan")]
+    paths = [getattr(args, name, None) for name in ("data", "costs", "plan", "order",
+                                                    "questions")]
     paths += list(getattr(args, "observed", None) or [])
     data = getattr(args, "data", None)
     if data is not None and bundled_path(data) is not None:
@@ -736,7 +737,9 @@ def cmd_audit(args) -> int:
 
     if args.transform != "none":
         raise _UsageError("--transform is not supported by audit")
-    result = audit(_load(args), threshold=args.threshold, covariance=args.covariance)
+    order = read_model_order(args.order) if args.order else None
+    result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
+                   order=order)
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     show = result.cells[:30]
@@ -1481,6 +1484,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p)
     p.add_argument("--threshold", type=float, default=5.0,
                    help="flag cells whose robust leave-one-out z exceeds this (default 5)")
+    p.add_argument("--order", metavar="FILE",
+                   help="when each model came out, for the drift test (early half vs late "
+                   "half): CSV 'model,order' or JSON {model: order}, a number or a date "
+                   "(YYYY-MM-DD) per model; default the row order of DATA")
     _add_output(p)
     p.set_defaults(func=cmd_audit)
 

@@ -8,6 +8,7 @@ beside it, then rename), so an interrupted run never leaves half a file.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import tempfile
@@ -22,6 +23,7 @@ from .matrix import ScoreMatrix
 __all__ = [
     "read_scores",
     "read_costs",
+    "read_model_order",
     "parse_observed",
     "write_text_atomic",
     "write_json_atomic",
@@ -417,6 +419,68 @@ def _json_object(path: Path, mapping: str) -> dict:
     return raw
 
 
+def _read_mapping(path: Path, what: str, column: str, parse) -> dict:
+    """``{name: parse(value)}`` from a JSON object or a two-column CSV ``name,<column>``.
+
+    ``parse(value)`` returns the parsed value, or None when ``value`` is not
+    a valid ``what``; the error then names the file, the line and the value.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such {_FILE[what]} file")
+    if path.suffix.lower() == ".json":
+        raw = _json_object(path, f"names to {what}s")
+        pairs = [(str(k), v, f"key {k!r}") for k, v in raw.items()]
+    else:
+        pairs = []
+        for line, r in _csv_lines(path):
+            if not pairs and r[-1].lower() == column:
+                continue  # header line: "<name>,<column>"
+            if len(r) != 2:
+                raise ValueError(f"{path}: line {line}: expected 'name,{column}'; got {r}")
+            pairs.append((r[0], r[1], f"line {line}"))
+    out: dict = {}
+    for name, value, where in pairs:
+        parsed = parse(value)
+        if parsed is None:
+            raise ValueError(f"{path}: {where}: {what} {value!r} for {name!r} is not "
+                             f"{_EXPECTED[what]}")
+        if name in out:
+            raise ValueError(f"{path}: {where}: duplicate {what} for {name!r}")
+        out[name] = parsed
+    return out
+
+
+_FILE = {"cost": "costs", "order": "model order"}
+_EXPECTED = {"cost": "a positive number",
+             "order": "a number or a date (YYYY-MM-DD, optionally with a time)"}
+
+
+def _positive(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) and number > 0 else None
+
+
+def _order_key(value) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) if np.isfinite(value) else None
+    text = str(value).strip()
+    try:
+        number = float(text)
+        return number if np.isfinite(number) else None
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
 def read_costs(path: str | os.PathLike) -> dict[str, float]:
     """Per-item costs from a JSON object ``{name: cost}`` or a two-column CSV.
 
@@ -424,34 +488,17 @@ def read_costs(path: str | os.PathLike) -> dict[str, float]:
     ``benchmark,cost``); every other line is ``name,cost`` with a positive
     number.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such costs file")
-    if path.suffix.lower() == ".json":
-        raw = _json_object(path, "names to costs")
-        pairs = [(str(k), v, f"key {k!r}") for k, v in raw.items()]
-    else:
-        pairs = []
-        for line, r in _csv_lines(path):
-            if not pairs and r[-1].lower() == "cost":
-                continue  # header line: "<name>,cost"
-            if len(r) != 2:
-                raise ValueError(f"{path}: line {line}: expected 'name,cost'; got {r}")
-            pairs.append((r[0], r[1], f"line {line}"))
-    costs: dict[str, float] = {}
-    for name, value, where in pairs:
-        try:
-            cost = float(value)
-        except (TypeError, ValueError):
-            cost = float("nan")
-        if not (np.isfinite(cost) and cost > 0):
-            raise ValueError(
-                f"{path}: {where}: cost {value!r} for {name!r} is not a positive number"
-            )
-        if name in costs:
-            raise ValueError(f"{path}: {where}: duplicate cost for {name!r}")
-        costs[name] = cost
-    return costs
+    return _read_mapping(Path(path), "cost", "cost", _positive)
+
+
+def read_model_order(path: str | os.PathLike) -> dict[str, float]:
+    """A sort key per model (e.g. its release date) for ``audit --order``.
+
+    A JSON object ``{model: key}`` or a two-column CSV ``model,order`` (the
+    header optional); a key is a number or an ISO date (``2024-05-13``),
+    returned as seconds since 1970 for dates.
+    """
+    return _read_mapping(Path(path), "order", "order", _order_key)
 
 
 def parse_observed(spec: str) -> ScoreMatrix | dict[str, float]:

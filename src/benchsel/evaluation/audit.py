@@ -135,13 +135,26 @@ def audit(scores: ScoreMatrix, *, threshold: float = 5.0, covariance: str = "aut
         models on one benchmark are found 0-62% of the time depending on the
         board's noise.
     covariance : str, default "auto"
-    order : array-like of shape (M,), optional
-        A sort key of the models for the drift test (e.g. release dates);
+    order : dict or array-like of shape (M,), optional
+        A sort key of the models for the drift test (e.g. release dates):
+        ``{model: key}`` with every model, or one key per row of ``scores``;
         default the row order.
     """
     if not threshold > 0:
         raise ValueError(f"threshold must be positive; got {threshold!r}")
+    if order is not None and not isinstance(order, dict):
+        keys = np.asarray(order, dtype=float)
+        if keys.shape != (scores.n_models,):
+            raise ValueError(f"order has {keys.size} keys for {scores.n_models} models")
+        order = dict(zip(scores.models, keys))
     scores = scores.cleaned()
+    if order is not None:
+        missing = [m for m in scores.models if m not in order]
+        if missing:
+            raise ValueError(f"the model order has no key for {len(missing)} model(s): "
+                             f"{', '.join(map(repr, missing[:10]))}"
+                             f"{' ...' if len(missing) > 10 else ''}")
+        order = np.array([order[m] for m in scores.models], dtype=float)
     values = scores.values
     std = fit_standardizer(values, covariance)
     cols = np.flatnonzero(~std.constant)
