@@ -208,3 +208,30 @@ def test_report_renders_in_chromium(hostile, tmp_path):
         assert shot.stat().st_size > 10_000
     finally:
         browser.quit()
+
+
+def test_report_from_a_saved_plan(tmp_path, capsys):
+    """--plan without DATA: the plan's leaderboard, the new model predicted by the plan."""
+    plan = tmp_path / "plan.json"
+    code, _, err = run(capsys, "plan", "helm_lite", "-k", 3, "-o", plan)
+    assert code == 0, err
+    chosen = json.loads(plan.read_text())["benchmarks"]["selection"]["selected"]
+    helm = load_dataset("helm_lite")
+    row = helm.values[5]
+    observed = ",".join(f"{name}={row[helm.item_indices([name])[0]]:.4f}" for name in chosen)
+    page = tmp_path / "plan.html"
+    code, out, err = run(capsys, "report", "--plan", plan, "--observed", observed, "-o", page,
+                         "--quiet", "--folds", 3, "--k-max", 4, "--json")
+    assert code == 0, err
+    payload = embedded_json(page.read_text())
+    assert payload["overview"]["models"] == helm.n_models
+    code, out, err = run(capsys, "predict", "--plan", plan, "--observed", observed, "--json")
+    assert code == 0, err
+    shown = [{k: v for k, v in r.items() if k != "observed"}
+             for r in payload["prediction"]["predictions"] if not r["observed"]]
+    assert shown == json.loads(out)["predictions"]
+    assert {r["benchmark"] for r in payload["prediction"]["predictions"]
+            if r["observed"]} == set(chosen)
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, "report", "--plan", plan, "-o", tmp_path / "x.html")
+    assert exit_.value.code == 2 and "--observed" in capsys.readouterr().err
