@@ -423,3 +423,19 @@ def test_predict_axis_models_is_the_dual(capsys, tmp_path):
     guess = np.array(list(preds.values()))
     mean_only = np.abs(truth - np.mean([HELM.values[HELM.models.index(m), j] for m in refs]))
     assert np.mean(np.abs(truth - guess)) < 0.7 * np.mean(mean_only)
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    """An interrupted command says so in one line, with no traceback, and exits 130."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchsel", "discover", "merged", "--bootstrap", "5000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # well inside the resamples (many minutes of them)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "benchsel: interrupted"
+    assert "Traceback" not in err

@@ -319,3 +319,18 @@ def test_paper_through_the_model_gives_a_correlation_matrix():
 def test_scale_floor_must_be_non_negative():
     with pytest.raises(ValueError, match="scale_floor must be a non-negative number; got -0.1"):
         Standardizer.fit(np.ones((3, 2)), scale_floor=-0.1)
+
+
+def test_shrink_to_identity_matches_scikit_learn():
+    """The written-out shrinkage is scikit-learn's ``shrunk_covariance``."""
+    from sklearn.covariance import shrunk_covariance
+
+    from benchsel._linalg import shrink_to_identity
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 7))
+    a = np.cov(x, rowvar=False)
+    for alpha in (0.0, 0.02, 0.5, 1.0):
+        expected = a if alpha == 0 else shrunk_covariance(a, shrinkage=alpha)
+        np.testing.assert_allclose(shrink_to_identity(a, alpha), expected, rtol=1e-13,
+                                   atol=1e-15)

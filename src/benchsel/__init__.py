@@ -5,56 +5,61 @@ The data flow is one way: :mod:`benchsel.io` reads a
 :class:`~benchsel.matrix.ScoreMatrix`; :class:`~benchsel.gaussian.GaussianModel`
 fits it, selects items and predicts the others; :mod:`benchsel.evaluation`
 diagnoses; :mod:`benchsel.cli` is a thin layer on top.
+
+The names below are imported on first use (PEP 562), so that importing
+``benchsel`` -- and starting the command line -- costs nothing until a
+name is needed.
 """
 
-from .datasets import list_datasets, load_dataset
-from .evaluation import Spectrum, spectrum
-from .gaussian import (
-    ConvergenceWarning,
-    CovarianceEstimate,
-    GaussianModel,
-    Prediction,
-    Selection,
-    em_covariance,
-    estimate_covariance,
-    pairwise_covariance,
-)
-from .io import read_costs, read_scores
-from .lmeval import read_lm_eval, write_samples
-from .matrix import DataWarning, ScoreMatrix, Standardizer
-from .plan import Plan, load_plan, plan_benchmarks, plan_mixed, plan_questions
-from .selection import GreedyResult, greedy_entropy, greedy_mi, random_selection
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConvergenceWarning",
-    "CovarianceEstimate",
-    "DataWarning",
-    "GaussianModel",
-    "GreedyResult",
-    "Prediction",
-    "ScoreMatrix",
-    "Selection",
-    "Spectrum",
-    "Standardizer",
-    "em_covariance",
-    "estimate_covariance",
-    "greedy_entropy",
-    "greedy_mi",
-    "list_datasets",
-    "load_dataset",
-    "pairwise_covariance",
-    "random_selection",
-    "read_costs",
-    "Plan",
-    "load_plan",
-    "plan_benchmarks",
-    "plan_mixed",
-    "plan_questions",
-    "read_lm_eval",
-    "read_scores",
-    "spectrum",
-    "write_samples",
-    "__version__",
-]
+#: Public name -> the submodule that defines it.
+_EXPORTS = {
+    "ConvergenceWarning": "gaussian",
+    "CovarianceEstimate": "gaussian",
+    "GaussianModel": "gaussian",
+    "Prediction": "gaussian",
+    "Selection": "gaussian",
+    "em_covariance": "gaussian",
+    "estimate_covariance": "gaussian",
+    "pairwise_covariance": "gaussian",
+    "DataWarning": "matrix",
+    "ScoreMatrix": "matrix",
+    "Standardizer": "matrix",
+    "GreedyResult": "selection",
+    "greedy_entropy": "selection",
+    "greedy_mi": "selection",
+    "random_selection": "selection",
+    "Spectrum": "evaluation",
+    "spectrum": "evaluation",
+    "list_datasets": "datasets",
+    "load_dataset": "datasets",
+    "read_costs": "io",
+    "read_scores": "io",
+    "read_lm_eval": "lmeval",
+    "write_samples": "lmeval",
+    "Plan": "plan",
+    "load_plan": "plan",
+    "plan_benchmarks": "plan",
+    "plan_mixed": "plan",
+    "plan_questions": "plan",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'benchsel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

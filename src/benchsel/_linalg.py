@@ -47,12 +47,17 @@ def psd_project(a: np.ndarray, floor: float) -> tuple[np.ndarray, bool]:
 
 
 def shrink_to_identity(a: np.ndarray, alpha: float) -> np.ndarray:
-    """Linear shrinkage ``(1 - alpha) a + alpha (tr(a)/N) I`` (trace-preserving)."""
-    from sklearn.covariance import shrunk_covariance
+    """Linear shrinkage ``(1 - alpha) a + alpha (tr(a)/N) I`` (trace-preserving).
 
+    The formula of scikit-learn's ``shrunk_covariance`` (the tests check the
+    two agree), written out so that fitting a model never imports scikit-learn.
+    """
     if alpha <= 0:
         return a
-    return shrunk_covariance(a, shrinkage=float(alpha))
+    n = a.shape[0]
+    out = (1.0 - alpha) * np.asarray(a, dtype=float)
+    out.flat[:: n + 1] += alpha * np.trace(a) / n
+    return out
 
 
 def cholesky(a: np.ndarray, jitter: float = 0.0) -> tuple[np.ndarray, float]:

@@ -62,9 +62,9 @@ MIN_MODELS = 10
 
 
 def _gaussian_quantile(level: float) -> float:
-    from scipy.stats import norm
+    from scipy.special import ndtri
 
-    return float(norm.ppf(0.5 + level / 2))
+    return float(ndtri(0.5 + level / 2))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import names
 from .matrix import ScoreMatrix
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
 #: Cell texts read as "not observed" (compared case-insensitively after strip).
 MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none"})
 
-_FORMATS = ("wide", "long", "npz", "parquet")
+_FORMATS = names.INPUT_FORMATS
 
 
 @dataclass

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit
 
+from . import names
+
 __all__ = ["TRANSFORMS", "ScoreTransform", "make_transform"]
 
-TRANSFORMS = ("none", "logit")
+TRANSFORMS = names.TRANSFORMS
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau, norm, spearmanr
+from scipy.special import ndtri
+from scipy.stats import kendalltau, spearmanr
 from threadpoolctl import threadpool_limits
 
+from .. import names
 from ..evaluation.metrics import (
     hamming_stability,
     json_record,
@@ -59,7 +61,7 @@ __all__ = [
     "SPLITS",
 ]
 
-SPLITS = ("interpolation", "extrapolation", "stratified")
+SPLITS = names.SPLITS
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,7 @@ def evaluate_coresets(
 def _summarize(values: np.ndarray, results: list, names: list, level: float) -> list:
     scale = 100.0 if values.min() >= 0 and values.max() <= 1 else 1.0
     binary = bool(np.isin(values, (0.0, 1.0)).all())
-    quantile = norm.ppf(0.5 + level / 2)
+    quantile = ndtri(0.5 + level / 2)
     truths = [values[r["target"]].mean(axis=1) for r in results]
     similarity = ([model_similarity(values[r["target"]], values[r["source"]]) for r in results]
                   if binary else None)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import RidgeCV
 
+from .. import names
 from . import anchor, irt, learned, mrmr
 from ._base import ALPHAS, RandomQuestions, fpc
 from .gaussian import LowRankGaussian
@@ -206,10 +207,9 @@ METHODS = {
         *learned.METHODS, *anchor.METHODS, *irt.METHODS, *mrmr.METHODS,
     )
 }
-DEFAULT_METHOD = "guarded-ensemble"  # beats aipw in both splits; see docs/question-level.md
+DEFAULT_METHOD = names.DEFAULT_CORESET_METHOD
 REFIT_KINDS = ("++", "+")  # suffixes: any method's questions, (kernel) ridge predictor
-# The refits Bowyer et al. report, evaluated with "all" beside the base methods.
-PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
+PAPER_REFITS = names.PAPER_REFITS
 
 
 def method_names(which: str = "all") -> list[str]:

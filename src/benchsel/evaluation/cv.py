@@ -35,9 +35,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
+from .. import names
 from ..calibration import range_excess
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
@@ -57,7 +58,7 @@ from .metrics import (
 __all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "SCORINGS"]
 
 #: R^2 bookkeeping rules accepted by :func:`cross_validate`.
-SCORINGS = ("default", "paper")
+SCORINGS = names.SCORINGS
 #: The published code's scale floor, as a fraction of ``|mean| + 1``.
 _PAPER_FLOOR = 0.01
 
@@ -160,7 +161,7 @@ def _fold_body(
     extra_observed = ~np.isnan(z_extra)
     # Targets are always the raw scores standardized with training statistics.
     z_val = np.clip(std.transform(values[np.ix_(fold.validation, cols)], cols), -clip, clip)
-    quantile = norm.ppf(0.5 + level / 2)
+    quantile = ndtri(0.5 + level / 2)
     if transform == "none":
         z_train = std.transform(values[np.ix_(fold.train, cols)], cols)
         z_in = z_val

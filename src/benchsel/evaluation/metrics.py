@@ -49,9 +49,9 @@ def r2_against_zero(y: np.ndarray, pred: np.ndarray) -> float:
 
 def interval_coverage(y, mean, std, level: float = 0.9) -> float:
     """Fraction of ``y`` inside the central Gaussian interval ``mean +- z * std``."""
-    from scipy.stats import norm
+    from scipy.special import ndtri
 
-    half = norm.ppf(0.5 + level / 2) * np.asarray(std, dtype=float)
+    half = ndtri(0.5 + level / 2) * np.asarray(std, dtype=float)
     y = np.asarray(y, dtype=float)
     return float(np.mean(np.abs(y - np.asarray(mean, dtype=float)) <= half))
 

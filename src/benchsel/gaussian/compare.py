@@ -76,7 +76,7 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     -------
     Comparison
     """
-    from scipy.stats import norm
+    from scipy.special import ndtr, ndtri
 
     x = np.vstack([model._rows(observed_a)[1], model._rows(observed_b)[1]])
     pred = model.predict(ScoreMatrix(x, list(names), list(model.items_)), level=level)
@@ -95,9 +95,9 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     diff = pred.mean[b] - pred.mean[a]
     var = s_a**2 + s_b**2 - 2 * rho * s_a * s_b
     std = np.sqrt(np.maximum(var, 0.0))
-    half = norm.ppf(0.5 + level / 2) * std
+    half = ndtri(0.5 + level / 2) * std
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(std > 0, norm.cdf(diff / std), np.where(diff > 0, 1.0, np.where(
+        p = np.where(std > 0, ndtr(diff / std), np.where(diff > 0, 1.0, np.where(
             diff < 0, 0.0, 0.5)))
     observed = pred.observed[a] & pred.observed[b]
     return Comparison(model_a=names[0], model_b=names[1], items=list(model.items_),

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .. import names
 from .._linalg import psd_project, shrink_to_identity, symmetrize
 from ..matrix import Standardizer
 from ._estep import EStepPlan, e_step
@@ -57,7 +58,7 @@ __all__ = [
     "COVARIANCE_METHODS",
 ]
 
-COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "paper")
+COVARIANCE_METHODS = names.COVARIANCE_METHODS
 #: ``paper``: pairwise only when at least this fraction of cells is observed (and M >= N).
 PAPER_PAIRWISE_MIN_OBSERVED = 0.9
 #: ``paper``: standardization floor, as a multiple of ``|mean| + 1``, on the EM branch.

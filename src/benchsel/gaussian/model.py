@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
+from .. import names
 from .._linalg import cholesky
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds
 from ..calibration import range_excess
@@ -210,7 +211,7 @@ def _gap(value: float, lo: float, hi: float) -> float:
 
 
 #: Accepted values of ``GaussianModel(calibration=...)``.
-CALIBRATIONS = ("conformal", "none")
+CALIBRATIONS = names.CALIBRATIONS
 
 
 class GaussianModel:
@@ -630,7 +631,7 @@ class GaussianModel:
         # predictions of items not run.
         factor = np.where(np.isnan(x), factor, 1.0)
         spread = np.sqrt(var_z) * std.scale * factor
-        half = norm.ppf(0.5 + level / 2) * spread
+        half = ndtri(0.5 + level / 2) * spread
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
         if method not in ("gaussian", "auto") and transform.name != "none":

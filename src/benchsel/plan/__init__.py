@@ -729,7 +729,7 @@ class Plan:
 
     def _task_estimates(self, observed, level: float):
         """Per model and task: the question-level estimate of the task score (a Prediction)."""
-        from scipy.stats import norm
+        from scipy.special import ndtri
 
         from ..gaussian import Prediction
 
@@ -767,7 +767,7 @@ class Plan:
                                    "extrapolation")
             extrapolation.append({"flag": bool(flagged), "tasks": flagged, "reasons": reasons})
         low_bound, high_bound = np.array([self.tasks[t].bounds for t in tasks]).T
-        half = norm.ppf(0.5 + level / 2) * std
+        half = ndtri(0.5 + level / 2) * std
         return Prediction(models=models, items=tasks, mean=np.clip(mean, low_bound, high_bound),
                           std=std, low=np.clip(mean - half, low_bound, high_bound),
                           high=np.clip(mean + half, low_bound, high_bound), observed=full,

@@ -31,8 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit
-from scipy.stats import norm
+from scipy.special import expit, logit, ndtri
 
 from ..bounds import column_scale
 from ..calibration import Calibration, fit_calibration, range_excess
@@ -543,5 +542,5 @@ def calibrate_completion(
 
 def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     """Central Gaussian interval ``mean +- z * std``."""
-    half = norm.ppf(0.5 + level / 2) * completion.std
+    half = ndtri(0.5 + level / 2) * completion.std
     return completion.mean - half, completion.mean + half

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.linalg import blas
 
+from .. import names
 from .._linalg import EPS, inverse_diagonal, spd_inverse
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "OBJECTIVES",
 ]
 
-OBJECTIVES = ("mi", "entropy", "random")
+OBJECTIVES = names.OBJECTIVES
 _LOG_2PIE = float(np.log(2 * np.pi * np.e))
 
 

@@ -1,0 +1,1139 @@
+"""What each ``benchsel`` command does, once :mod:`benchsel.cli` has parsed it.
+
+Every command is a thin call into the library. Human-readable tables go to
+stdout by default, ``--json`` prints machine-readable JSON instead, and
+``--output FILE`` writes it atomically to a file. This module imports the
+whole library; the parser in :mod:`benchsel.cli` imports none of it, so that
+``--help`` and usage errors answer at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
+from .gaussian import GaussianModel
+from .io import parse_observed, read_costs, read_model_order, write_text_atomic
+from .lmeval import is_lm_eval_path, parse_per_task, read_lm_eval, write_samples
+from .matrix import DataWarning, ScoreMatrix
+from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, INPUT_FORMATS
+from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
+from .progress import Progress
+from .selection.greedy import describe_certificate
+
+
+# ------------------------------------------------------------------ helpers
+def _names(text: str | None) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else []
+
+
+def _item_names(text: str | None, items) -> list[str]:
+    """Comma-separated item names, where a name may itself hold commas.
+
+    lm-eval columns are ``<task>/<metric>,<filter>``: pieces are joined back
+    while they form a known name, and a bare task name stands for its one
+    column. Unknown names pass through (the model rejects them by name).
+    """
+    known = set(items)
+    pieces, out, i = _names(text), [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):
+            name = ",".join(pieces[i:j])
+            if name in known:
+                break
+        else:
+            name, j = _as_items([pieces[i]], items)[0], i + 1
+        out.append(name)
+        i = j
+    return out
+
+
+def _costs(args, items) -> dict[str, float] | None:
+    """``--costs``, a bare lm-eval task name standing for its one column."""
+    if not args.costs:
+        return None
+    costs = read_costs(args.costs)
+    return dict(zip(_as_items(list(costs), items), costs.values()))
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    def fmt(v) -> str:
+        if isinstance(v, float):
+            return "-" if np.isnan(v) else f"{v:.4g}"
+        return str(v)
+
+    cells = [[str(h) for h in headers]] + [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _emit(args, payload: dict, text: str) -> None:
+    # allow_nan=False: a NaN that slipped through is an error, never invalid JSON.
+    as_json = args.json or getattr(args, "format", None) == "json"
+    _emit_text(args, json.dumps(payload, indent=2, allow_nan=False) + "\n" if as_json
+               else text + "\n")
+
+
+def _emit_text(args, text: str) -> None:
+    if args.output:
+        write_text_atomic(args.output, text, protect=_inputs(args))
+    else:
+        sys.stdout.write(text)
+
+
+class UsageError(ValueError):
+                  """A usage error found after parsing (exit code 2)."""
+
+
+def _inputs(args) -> list:
+    """Files the command reads, which ``--output`` must never overwrite."""
+    paths = [getattr(args, name, None) for name in ("data", "costs", "plan", "order",
+                                                    "questions")]
+    paths += list(getattr(args, "observed", None) or [])
+    data = getattr(args, "data", None)
+    if data is not None and bundled_path(data) is not None:
+        paths.append(bundled_path(data))
+    return paths
+
+
+def _read_options(args) -> dict:
+    opts = {}
+    for name in ("input_format", "sep", "model_column", "item_column", "score_column"):
+        value = getattr(args, name, None)
+        if value is not None:
+            opts["format" if name == "input_format" else name] = value
+    return opts
+
+
+def _load(args):
+    """The DATA argument as a score matrix: a file, a bundled name, or lm-eval output."""
+    if _is_lm_eval(args.data):
+        runs = read_lm_eval(args.data)
+        task = getattr(args, "lm_eval_task", None)
+        if task:
+            if "," in task:
+                raise ValueError(f"--lm-eval-task {task!r}: this command reads one task; "
+                                 "'benchsel plan --level questions' takes several")
+            return _task_questions(runs, task, args)
+        return runs.leaderboard(metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+    if getattr(args, "lm_eval_task", None) and not str(args.data).lower().endswith(".npz"):
+        raise ValueError(f"--lm-eval-task needs DATA to be a folder of lm-eval runs; "
+                         f"{args.data} is not one")
+    return resolve_data(args.data, **_read_options(args))
+
+
+def _is_lm_eval(data) -> bool:
+    return bundled_path(data) is None and is_lm_eval_path(data)
+
+
+def _task_questions(runs, task: str, args):
+    """Complete runs of ``task`` as models x questions; partial runs are named and left out."""
+    runs.check_tasks([task])
+    complete = runs.complete_models(task)
+    partial = [m for (m, t), r in runs.runs.items()
+               if t == task and r.partial and (m, t) not in runs.full_runs]
+    if partial:
+        warnings.warn(
+            f"{runs.source}: left out {len(partial)} partial run(s) of {task!r} (fewer "
+            f"documents than the task has; observations for 'predict --plan', not source "
+            f"models): {', '.join(partial)}", DataWarning, stacklevel=2)
+    if not complete:
+        raise ValueError(f"{runs.source}: no model ran every question of {task!r} with "
+                         "--log_samples; a question-level source needs full runs")
+    metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
+    filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
+    return runs.questions(task, models=complete,
+                          metric=metric.get(task) if isinstance(metric, dict) else metric,
+                          filter=filt.get(task) if isinstance(filt, dict) else filt)
+
+
+def _fit(args, scores) -> GaussianModel:
+    return GaussianModel(covariance=args.covariance, transform=args.transform,
+                         calibration=args.calibration,
+                         bounds=getattr(args, "bounds", "infer")).fit(scores)
+
+
+# ----------------------------------------------------------------- commands
+def cmd_datasets(args) -> int:
+    rows, payload = [], []
+    for info in list_datasets():
+        scores = load_dataset(info.name)
+        m, n = scores.shape
+        observed = round(100 * scores.observed_fraction, 1)
+        rows.append([info.name, f"{m} x {n}", f"{observed}%", info.source])
+        payload.append(
+            {"name": info.name, "models": m, "items": n, "observed_percent": observed,
+             "source": info.source}
+        )
+    _emit(args, {"datasets": payload}, _table(["name", "shape", "observed", "source"], rows))
+    return 0
+
+
+def cmd_select(args) -> int:
+    scores = _load(args)
+    if args.axis == "models":
+        scores = scores.transpose()
+    model = _fit(args, scores)
+    costs = _costs(args, scores.items)
+    if args.budget is not None and costs is None:
+        raise ValueError("--budget needs --costs FILE")
+    sel = model.select(
+        args.k,
+        objective=args.objective,
+        include=_item_names(args.include, scores.items),
+        exclude=_item_names(args.exclude, scores.items),
+        costs=costs,
+        budget=args.budget,
+        target_residual=args.target_residual,
+        seed=args.seed,
+    )
+    payload = sel.to_dict()
+    payload["axis"] = args.axis
+    payload["dataset"] = str(args.data)
+    frequency = None
+    if args.bootstrap:
+        from .evaluation.bootstrap import selection_frequency
+
+        progress = Progress("resamples", enabled=False if args.quiet else None)
+        try:
+            shares, skipped = selection_frequency(
+                scores, args.k, bootstrap=args.bootstrap, seed=args.seed, progress=progress,
+                model_options=dict(covariance=args.covariance, transform=args.transform,
+                                   calibration="none"),
+                select_options=dict(
+                    objective=args.objective, include=_item_names(args.include, scores.items),
+                    exclude=_item_names(args.exclude, scores.items), costs=costs,
+                    budget=args.budget, target_residual=args.target_residual,
+                    seed=args.seed))
+        finally:
+            progress.close()
+        frequency = {name: shares.get(name, 0.0) for name in sel.items}
+        payload["frequency"] = frequency
+        payload["bootstrap"] = {"resamples": args.bootstrap, "skipped": skipped}
+    est = model.estimate_
+    if est.method.startswith("em"):
+        payload["em"] = {"iterations": est.n_iter, "converged": est.converged}
+    rows = [
+        [t + 1, name, float(g), float(r), *([frequency[name]] if frequency else [])]
+        for t, (name, g, r) in enumerate(zip(sel.items, sel.gains, sel.residual_variance))
+    ]
+    what = "model" if args.axis == "models" else "benchmark"
+    head = (
+        f"{len(sel.items)} {what}s selected from {scores.n_items} by {sel.objective} "
+        f"({sel.strategy}, covariance: {sel.covariance})"
+    )
+    if sel.cost is not None:
+        head += f", total cost {sel.cost:g}"
+    if sel.stopped_by == "no positive gain":
+        head += "; stopped: the next pick would add no information"
+    head += "\n" + describe_certificate(sel.certificate)
+    text = head + "\n" + _table(["#", what, "gain", "residual_var",
+                                 *(["selected in resamples"] if frequency else [])], rows)
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_predict(args) -> int:
+    if args.format in INPUT_FORMATS:  # predict's --format named the input's before
+        warnings.warn(f"--format {args.format} names the input's format: use --input-format "
+                      f"{args.format} (predict's --format is its output's)", FutureWarning,
+                      stacklevel=2)
+        args.input_format, args.format = args.format, "table"
+    if (args.plan is None) == (args.data is None):
+        raise UsageError("predict takes DATA (fit now) or --plan PLAN.json (fitted "
+                          "already), exactly one of them")
+    pred, level = _prediction(args)
+    if args.format == "csv":
+        _emit_text(args, _prediction_csv(pred))
+        return 0
+    # A question-level plan lists every task, those run in full as observed.
+    full_runs = level == "questions"
+    payload = pred.to_dict(include_observed=full_runs)
+    blocks = []
+    pct = f"{100 * args.level:g}%"
+    what = "task" if level == "questions" else "model" if args.axis == "models" else "benchmark"
+    for i, name in enumerate(pred.models):
+        records = pred.records(i, include_observed=full_runs)
+        rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else ""), r["mean"],
+                 r["std"], r["low"], r["high"]] for r in records]
+        given = int(pred.observed[i].sum())
+        head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
+                "questions" + (f", {given} task(s) run in full" if given else "")
+                if level == "questions"
+                else f"{name}: {len(rows)} predicted from {given} observed")
+        if pred.choices:
+            choice = pred.choices[i]
+            margin = choice["margin"]
+            head += (f"\n  method: {choice['method']} (auto: best of a cross-validation on "
+                     f"{choice['cells']} held-out source cells"
+                     + (f", MedAPE {margin:.2f} points below the runner-up)"
+                        if margin is not None else ")"))
+        cal = pred.calibration[i] if pred.calibration else {}
+        if cal.get("method") == "conformal":
+            head += ("\n  intervals: calibrated on held-out source models, "
+                     f"x{cal['multiplier']:.2f} ({cal['regime']} the source models' "
+                     "strength range)")
+        ex = pred.extrapolation[i]
+        if ex["flag"]:
+            head += ("\n  WARNING: extrapolation -- this model lies outside what the source "
+                     "models cover; predictions are less reliable:")
+            head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))
+        blocks.append(
+            head + "\n"
+            + _table([what, "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
+        )
+    _emit(args, payload, "\n\n".join(blocks))
+    return 0
+
+
+def _prediction(args):
+    """(Prediction, plan level) of ``--observed``: from ``--plan``, or a fit of DATA."""
+    if args.plan is not None:
+        if getattr(args, "axis", "benchmarks") != "benchmarks":
+            raise UsageError("--axis models transposes DATA; a plan is already fitted")
+        return _predict_from_plan(args)
+    scores = _load(args)
+    dual = getattr(args, "axis", "benchmarks") == "models"
+    if dual:
+        # The dual: a new benchmark's scores on a few reference models predict
+        # its scores on every other model.
+        scores = scores.transpose()
+    model = _fit(args, scores)
+    observed = _observed_benchmarks(args.observed, model.items_)
+    pred = model.predict(observed, level=args.level, method=args.method or "auto")
+    if dual and pred.models == ["new model"]:
+        pred = dataclasses.replace(pred, models=["new benchmark"])
+    return pred, "benchmarks"
+
+
+def _predict_from_plan(args):
+    """(Prediction, plan level) of ``predict --plan``."""
+    if args.bounds != "infer":
+        raise UsageError("a plan carries its bounds: set them with 'benchsel plan --bounds', "
+                          "not at predict time")
+    _refuse_fit_options(args, "a plan carries its fitted model: set {flag} with 'benchsel "
+                        "plan', not at predict time")
+    for flag in ("lm_eval_task", "lm_eval_metric", "lm_eval_filter"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')}: a plan records which lm-eval tasks, "
+                              "metrics and filters it reads")
+    plan = load_plan(args.plan)
+    if plan.level != "benchmarks" and args.method is not None:
+        raise UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
+                          "plan predicts with the methods it was made with")
+    if plan.level == "benchmarks":
+        observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+        return (plan.predict_benchmarks(observed, level=args.level, method=args.method or "auto"),
+                "benchmarks")
+    questions = _observed_questions(plan, args.observed)
+    if plan.level == "questions":
+        return plan.predict_questions(questions, level=args.level), "questions"
+    full = None
+    if any(not r.partial and r.scores for r in read_lm_eval(args.observed).runs.values()):
+        with warnings.catch_warnings():
+            # The sampled tasks' runs are partial by design.
+            warnings.filterwarnings("ignore", ".*partial run", DataWarning)
+            full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
+    return plan.predict_mixed(full, questions, level=args.level), "mixed"
+
+
+def _refuse_fit_options(args, message: str) -> None:
+    """Usage error for a model option given where no model is fitted."""
+    for flag, value, default in (("--covariance", args.covariance, "auto"),
+                                 ("--transform", args.transform, "none"),
+                                 ("--calibration", args.calibration, "conformal")):
+        if value != default:
+            raise UsageError(message.format(flag=flag))
+
+
+def _observed_benchmarks(specs: list[str], items):
+    """``--observed`` for benchmark-level prediction: pairs, a file, or lm-eval output.
+
+    A bare task name stands for the model's one ``<task>/<metric>,<filter>``
+    column. lm-eval output is read with the metric and filter the model's
+    columns name; scores of tasks the model does not cover are left out with
+    a warning.
+    """
+    if len(specs) == 1 and not _is_lm_eval_output(specs[0]):
+        observed = parse_observed(specs[0])
+        if isinstance(observed, dict):
+            return dict(zip(_as_items(list(observed), items), observed.values()))
+        return observed._replace(items=_as_items(list(observed.items), items))
+    for spec in specs:
+        if not _is_lm_eval_output(spec):
+            raise ValueError(f"--observed {spec}: several --observed values must all be "
+                             "lm-eval output (folders, results_<date>.json, sample logs)")
+    metric, filt = {}, {}
+    for item in items:
+        task, _, key = item.partition("/")
+        if "," in key:
+            metric[task], filt[task] = key.split(",", 1)
+    board = read_lm_eval(specs).leaderboard(metric=metric, filter=filt)
+    renamed = _as_items(list(board.items), items)
+    known = set(items)
+    extra = [c for c in renamed if c not in known]
+    if len(extra) == len(renamed):
+        raise ValueError(
+            f"--observed {' '.join(specs)}: none of its scores ({', '.join(extra)}) is a "
+            f"benchmark of the model; its benchmarks are {_short_names(items)}")
+    if extra:
+        warnings.warn(f"--observed: ignoring scores of {', '.join(extra)}: not benchmarks of "
+                      "the model", DataWarning, stacklevel=2)
+        board = board.subset(items=[j for j, c in enumerate(renamed) if c in known])
+        renamed = [c for c in renamed if c in known]
+    if len(set(renamed)) != len(renamed):
+        raise ValueError(f"--observed: two lm-eval scores map to the same benchmark "
+                         f"({', '.join(board.items)}); choose one with --lm-eval-metric")
+    return board._replace(items=renamed)
+
+
+def _short_names(items, limit: int = 20) -> str:
+    items = list(items)
+    return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)"
+                                       if len(items) > limit else "")
+
+
+def _task_columns(items) -> dict[str, list[str]]:
+    """Task -> its ``<task>/...`` columns (lm-eval leaderboards)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        if "/" in item:
+            out.setdefault(item.split("/", 1)[0], []).append(item)
+    return out
+
+
+def _as_items(names: list[str], items) -> list[str]:
+    """``names`` with each unknown one that is a task (or ``task/...``) of exactly one item
+    renamed to that item."""
+    known, by_task = set(items), _task_columns(items)
+    out = []
+    for name in names:
+        task = name.split("/", 1)[0]
+        if name not in known and len(by_task.get(task, ())) == 1:
+            name = by_task[task][0]
+        elif name not in known and task in known:
+            name = task  # a leaderboard named by bare tasks, lm-eval columns observed
+        out.append(name)
+    return out
+
+
+def _is_lm_eval_output(spec: str) -> bool:
+    path = Path(spec)
+    if is_lm_eval_path(path):
+        return True
+    if path.is_file() and path.suffix.lower() == ".json":
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return False
+        return isinstance(obj, dict) and isinstance(obj.get("results"), dict)
+    return False
+
+
+def _observed_questions(plan, specs: list[str]) -> dict:
+    """model -> task -> {doc_id: score} of the plan's tasks, from lm-eval output."""
+    from .lmeval import read_sample_scores
+
+    for spec in specs:
+        if not _is_lm_eval_output(spec):
+            raise ValueError(
+                f"--observed {spec}: a question-level plan needs lm-eval output of the new "
+                "model (its --output_path folder, results_<date>.json or samples_*.jsonl)")
+    runs = read_lm_eval(specs)
+    out: dict = {}
+    for (model, task), run in runs.runs.items():
+        if task not in plan.tasks:
+            continue
+        if run.samples_file is None:
+            raise ValueError(f"{run.results_file}: no sample log of {task!r} beside it; run "
+                             "lm-eval with --log_samples")
+        part = plan.tasks[task]
+        out.setdefault(model, {})[task] = read_sample_scores(run, metric=part.metric,
+                                                             filter=part.filter)
+    if not out:
+        raise ValueError(f"{runs.source}: no run of the plan's tasks "
+                         f"({', '.join(plan.tasks)}); tasks found: {', '.join(runs.tasks)}")
+    return out
+
+
+def _prediction_csv(pred) -> str:
+    """The filled-in leaderboard: one row per model, each item's value and its std."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["model", *[c for item in pred.items for c in (item, f"{item} std")]])
+    for i, name in enumerate(pred.models):
+        cells = []
+        for j in range(len(pred.items)):
+            cells += [repr(float(pred.mean[i, j])), repr(float(pred.std[i, j]))]
+        writer.writerow([name, *cells])
+    return buffer.getvalue()
+
+
+def cmd_plan(args) -> int:
+    import shlex
+
+    command = "benchsel " + shlex.join(args.argv)
+    if args.emit_lm_eval_samples is not None and \
+            Path(args.emit_lm_eval_samples).resolve() == Path(args.output).resolve():
+        raise UsageError("--emit-lm-eval-samples and -o name the same file; the plan and "
+                          "lm-eval's --samples file are two files")
+    if args.level == "benchmarks":
+        for flag, value in (("-n", args.n), ("--total", args.total),
+                            ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
+                            ("--lm-eval-task", args.lm_eval_task)):
+            if value is not None:
+                raise UsageError(f"{flag} belongs to --level questions")
+        if args.method != "default":
+            raise UsageError("--method belongs to --level questions (benchmarks are selected by "
+                              "--objective)")
+        scores = _load(args)
+        costs = _costs(args, scores.items)
+        if args.budget is not None and costs is None:
+            raise UsageError("--budget needs --costs FILE")
+        plan = plan_benchmarks(
+            scores, args.k, objective=args.objective,
+            include=_item_names(args.include, scores.items),
+            exclude=_item_names(args.exclude, scores.items), costs=costs, budget=args.budget,
+            target_residual=args.target_residual, seed=args.seed, command=command,
+            covariance=args.covariance, transform=args.transform, bounds=args.bounds,
+            calibration=args.calibration)
+    else:
+        if args.level == "questions":
+            for flag, value in (("-k", args.k), ("--costs", args.costs),
+                                ("--budget", args.budget), ("--include", args.include),
+                                ("--exclude", args.exclude),
+                                ("--target-residual", args.target_residual)):
+                if value is not None:
+                    raise UsageError(f"{flag} belongs to --level benchmarks or mixed")
+            _refuse_fit_options(args, "{flag} belongs to --level benchmarks or mixed (the "
+                                "leaderboard's Gaussian model)")
+            if args.bounds != "infer":
+                raise UsageError("--bounds belongs to --level benchmarks or mixed; task "
+                                  "scores of per-question scores in [0, 1] stay in [0, 1]")
+        if args.n is not None and args.total is not None:
+            raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
+                              "not both")
+        sources, metrics, filters = _question_sources(args)
+        questions = dict(n=None if args.total is not None else (args.n or "50"),
+                         total=args.total, method=args.method, seed=args.seed,
+                         metrics=metrics, filters=filters, command=command)
+        if args.level == "questions":
+            plan = plan_questions(sources, **questions)
+        else:
+            if not _is_lm_eval(args.data):
+                raise UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
+                                  "runs give the leaderboard, sample logs the questions)")
+            board = read_lm_eval(args.data).leaderboard(
+                metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+            costs = _costs(args, board.items)
+            columns = {t: f"{t}/{metrics[t]},{filters[t]}" for t in sources}
+            plan = plan_mixed(
+                board, sources, columns, args.k, objective=args.objective,
+                include=_item_names(args.include, board.items),
+                exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
+                target_residual=args.target_residual, covariance=args.covariance,
+                transform=args.transform, bounds=args.bounds, calibration=args.calibration,
+                **questions)
+    plan.save(args.output, protect=_inputs(args))
+    summary = plan.summary()
+    summary["plan"] = str(args.output)
+    lines = [f"plan written to {args.output}"]
+    if plan.tasks:
+        samples = plan.lm_eval_samples()
+        if args.emit_lm_eval_samples:
+            write_samples(args.emit_lm_eval_samples, samples, protect=_inputs(args))
+            summary["lm_eval_samples_file"] = args.emit_lm_eval_samples
+            lines.append(f"lm-eval --samples file written to {args.emit_lm_eval_samples}")
+        rows = [[t, p.n, len(p.doc_ids), p.source.n_models, p.method]
+                for t, p in plan.tasks.items()]
+        lines.append(_table(["task", "questions to run", "of", "source models", "method"], rows))
+    if plan.level == "mixed":
+        lines.append(f"and in full: {', '.join(plan.run_in_full)}")
+    elif plan.level == "benchmarks":
+        sel = plan.benchmarks.selection
+        rows = [[t + 1, name, float(g), float(r)] for t, (name, g, r) in
+                enumerate(zip(sel["selected"], sel["gains"], sel["residual_variance"]))]
+        lines.append(f"{len(rows)} benchmarks to run, of {plan.benchmarks.source.n_items}:")
+        lines.append(_table(["#", "benchmark", "gain", "residual_var"], rows))
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _question_sources(args):
+    """(task -> models x questions, task -> metric, task -> filter) for a question-level plan."""
+    if _is_lm_eval(args.data):
+        tasks = _names(args.lm_eval_task)
+        if not tasks:
+            raise UsageError("--lm-eval-task T1,T2,... names the tasks to plan (DATA is a folder "
+                              "of lm-eval runs)")
+        runs = read_lm_eval(args.data)
+        runs.check_tasks(tasks)
+        metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
+        filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
+        sources, metrics, filters = {}, {}, {}
+        for task in tasks:
+            sources[task] = _task_questions(runs, task, args)
+            run = runs.run(runs.complete_models(task)[0], task)
+            primary_metric, _, primary_filter = (run.primary or ",").partition(",")
+            metrics[task] = (metric.get(task) if isinstance(metric, dict) else metric) \
+                or primary_metric or None
+            filters[task] = (filt.get(task) if isinstance(filt, dict) else filt) \
+                or primary_filter or None
+        return sources, metrics, filters
+    task = args.lm_eval_task
+    if task and "," in task:
+        raise UsageError(f"{args.data} holds one task's questions; --lm-eval-task names one task")
+    scores = resolve_data(args.data, **_read_options(args)).cleaned()
+    task, scores = _question_items(scores, task, args.data)
+    return {task: scores}, None, None
+
+
+def cmd_spectrum(args) -> int:
+    from .evaluation.spectrum import spectrum
+
+    scores = _load(args)
+    model = _fit(args, scores)
+    spec = spectrum(model.estimate_.covariance, model.items_)
+    payload = spec.to_dict()
+    payload["dataset"] = str(args.data)
+    payload["covariance"] = model.estimate_.method
+    n = len(spec.eigenvalues)
+    show = min(n, 20)
+    rows = [
+        [k + 1, float(spec.eigenvalues[k]), float(spec.residual_fraction[k]),
+         float(spec.greedy_residual[k]), spec.greedy_items[k]]
+        for k in range(show)
+    ]
+    reach = ", ".join(f"{lvl}: k={k}" for lvl, k in payload["k_for_explained"].items())
+    text = (
+        f"{n} items; explained variance reached at {reach}\n"
+        + _table(["k", "eigenvalue", "eig_tail (bound)", "greedy_residual", "greedy item"], rows)
+    )
+    if n > show:
+        text += f"\n... {n - show} more (use --json for all)"
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_discover(args) -> int:
+    from .evaluation.discover import discover, read_correlation
+
+    new = _names(args.new) if args.new else []
+    progress = Progress("resamples", enabled=False if args.quiet else None)
+    try:
+        if args.correlation:
+            if args.covariance != "auto" or args.transform != "none":
+                raise UsageError("--covariance/--transform need scores, not a correlation "
+                                  "matrix")
+            result = discover(correlation=read_correlation(args.data), new=new,
+                              bootstrap=args.bootstrap, seed=args.seed)
+        else:
+            if args.transform != "none":
+                raise UsageError("--transform is not supported by discover")
+            result = discover(_load(args), new=new, bootstrap=args.bootstrap,
+                              covariance=args.covariance, seed=args.seed, progress=progress)
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    boot = result.bootstrap > 0
+    few = 10  # fewer models than this: novelty may only reflect missing data
+    rows = [[r.novelty_rank, r.benchmark + (" (new)" if r.new else "")
+             + (" *" if r.observed_models is not None and r.observed_models < few else ""),
+             r.novelty, *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
+             r.entropy_rank, r.information, r.mi_rank, r.observed_models]
+            for r in result.rows]
+    head = ["rank", "benchmark", "novelty",
+            *([f"rank {100 * result.level:g}% CI", "top-3 share"] if boot else []),
+            "entropy order", "information (nats)", "MI order", "models"]
+    n = len(result.rows)
+    lines = [f"{n} benchmarks, ranked by novelty (1 = least explained by the others); "
+             "information = what each tells about the others (MI order 1 = most)"]
+    for r in result.rows:
+        if r.new:
+            extra = (f", top 3 in {100 * r.top3_share:.0f}% of {result.bootstrap} resamples"
+                     if boot and r.top3_share is not None else "")
+            lines.append(f"{r.benchmark}: #{r.novelty_rank} of {n} by novelty{extra}; "
+                         f"#{r.mi_rank} of {n} by information about the rest")
+    if any(r.observed_models is not None and r.observed_models < few for r in result.rows):
+        lines.append(f"* fewer than {few} models: its correlations are estimated from few "
+                     "pairs, so its novelty may only reflect missing data")
+    _emit(args, payload, "\n".join(lines) + "\n" + _table(head, rows))
+    return 0
+
+
+def cmd_budget(args) -> int:
+    from .evaluation.budget import question_budget
+
+    if args.transform != "none":
+        raise UsageError("--transform is not supported by budget (noise is on the score scale)")
+    if (args.k is None) == (args.select is None):
+        raise UsageError("budget needs the benchmarks to run: -k K (select them) or --select "
+                          "NAMES, exactly one")
+    scores = _load(args)
+    model = _fit(args, scores)
+    selected = (_item_names(args.select, model.items_) if args.select
+                else model.select(args.k, objective=args.objective).items)
+    questions = None
+    if args.questions:
+        counts = read_costs(args.questions)
+        questions = dict(zip(_as_items(list(counts), model.items_), counts.values()))
+    result = question_budget(model, selected, fraction=args.fraction, questions=questions,
+                             total=args.total)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [[r.benchmark, r.score, r.conditional_variance,
+             "-" if r.questions_needed is None else r.questions_needed,
+             "-" if r.questions_available is None else r.questions_available,
+             *(["-" if r.allocated is None else r.allocated] if args.total else [])]
+            for r in result.rows]
+    text = (f"questions per benchmark for sampling noise <= {args.fraction:g} x its variance "
+            "given the other selected benchmarks\n"
+            + _table(["benchmark", "mean score", "cond. variance", "questions needed",
+                      "available", *(["allocated"] if args.total else [])], rows))
+    for r in result.rows:
+        if r.reason:
+            text += f"\n{r.benchmark}: {r.reason}"
+    if args.total:
+        text += (f"\nwith {args.total} questions in all, the unselected benchmarks' total "
+                 f"predictive variance is {result.rest_variance:.4g}")
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from .evaluation.audit import audit
+
+    if args.transform != "none":
+        raise UsageError("--transform is not supported by audit")
+    order = read_model_order(args.order) if args.order else None
+    result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
+                   order=order)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    show = result.cells[:30]
+    text = (f"{len(result.cells)} of {result.n_cells} cells decouple from their model's other "
+            f"scores (|z| > {result.threshold:g}; z = leave-one-out residual / board spread "
+            f"{result.scale:.3g})\n")
+    if show:
+        text += _table(["model", "benchmark", "observed", "predicted", "z"],
+                       [[c.model, c.benchmark, c.observed, c.predicted, c.z] for c in show])
+        if len(result.cells) > len(show):
+            text += f"\n... {len(result.cells) - len(show)} more (use --json for all)"
+    marked = [b for b in result.benchmarks if b.flagged_cells or b.decoupled]
+    if marked:
+        text += "\n\nbenchmarks with flagged cells or drift across model order:\n" + _table(
+            ["benchmark", "flagged", "cells", "mean z early", "mean z late", "drift t",
+             "replacement"],
+            [[b.benchmark, b.flagged_cells, b.cells, b.mean_z_early, b.mean_z_late, b.drift_t,
+              b.replacement or "-"] for b in marked])
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .gaussian.compare import compare_models
+
+    if args.paired or args.lm_eval_task:
+        return _compare_paired(args)
+    if args.plan is not None:
+        model, observed, names = _compare_from_plan(args)
+    else:
+        if args.data is None or args.models is None:
+            raise UsageError("compare takes DATA and --models A,B (two of its models), or "
+                              "--plan PLAN.json and --observed with two models' results")
+        if args.observed:
+            raise UsageError("--observed goes with --plan; without it A and B are rows of DATA")
+        model, observed, names = _compare_rows(args)
+    result = compare_models(model, observed[0], observed[1], names=tuple(names),
+                            level=args.level)
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data if args.plan is None else args.plan)
+    pct = f"{100 * args.level:g}%"
+    table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
+              result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
+             for j, name in enumerate(result.items)]
+    fit = ("each fitted without the two of them" if args.plan is None
+           else "predicted by the plan's model")
+    head = f"{names[1]} minus {names[0]}, {fit}; error correlation {result.correlation:.2f}"
+    _emit(args, payload, head + "\n" + _table(
+        ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
+    return 0
+
+
+def _compare_paired(args) -> int:
+    """``compare --paired``: two rows of a models x questions matrix, question by question."""
+    from .evaluation.paired import paired_difference
+
+    if args.plan is not None or args.observed:
+        raise UsageError("--paired compares two rows of DATA (models x questions); it takes "
+                          "no --plan or --observed")
+    if args.data is None or args.models is None:
+        raise UsageError("compare --paired takes DATA and --models A,B")
+    scores, names = _two_models(args, _load(args))
+    result = paired_difference(scores, names[0], names[1], level=args.level)
+    payload = {"dataset": str(args.data), "paired": result.to_dict()}
+    text = (f"{names[1]} minus {names[0]} on the {result.questions} questions both answered: "
+            f"{result.difference:+.4g} (standard error {result.std:.3g}; "
+            f"{100 * args.level:g}% interval {result.low:+.4g} to {result.high:+.4g}); "
+            f"P(B > A) = {result.p_b_better:.3f}\n"
+            f"mean score {names[0]}: {result.mean_a:.4g}, {names[1]}: {result.mean_b:.4g}")
+    if result.mcnemar_p is not None:
+        text += (f"\nright only by {names[0]}: {result.a_only}, only by {names[1]}: "
+                 f"{result.b_only}; exact McNemar p = {result.mcnemar_p:.3g}")
+    _emit(args, payload, text)
+    return 0
+
+
+def _two_models(args, scores: ScoreMatrix) -> tuple[ScoreMatrix, list[str]]:
+    """``--models A,B`` checked against the rows of ``scores``."""
+    names = _names(args.models)
+    if len(names) != 2 or names[0] == names[1]:
+        raise UsageError(f"--models takes two different model names, A,B; got {args.models!r}")
+    missing = [n for n in names if n not in scores.models]
+    if missing:
+        raise ValueError(f"{args.data}: no model named {', '.join(map(repr, missing))}; models "
+                         f"include {', '.join(scores.models[:10])}"
+                         f"{' ...' if scores.n_models > 10 else ''}")
+    return scores, names
+
+
+def _compare_rows(args):
+    """(model fitted on the other rows, the two rows' scores, their names) of DATA."""
+    scores, names = _two_models(args, _load(args).cleaned())
+    rows = [scores.models.index(n) for n in names]
+    model = _fit(args, scores.subset(models=np.setdiff1d(np.arange(scores.n_models), rows)))
+    known = set(model.items_)
+    observed = [{item: float(scores.values[r, j]) for j, item in enumerate(scores.items)
+                 if not np.isnan(scores.values[r, j]) and item in known} for r in rows]
+    return model, observed, names
+
+
+def _compare_from_plan(args):
+    """(the plan's model, two runs' scores, their names) for ``compare --plan``."""
+    if args.data is not None:
+        raise UsageError("compare takes DATA or --plan, not both")
+    _refuse_fit_options(args, "a plan carries its fitted model: set {flag} with 'benchsel "
+                        "plan', not at compare time")
+    plan = load_plan(args.plan)
+    if plan.level != "benchmarks":
+        raise UsageError(f"compare --plan needs a benchmark-level plan; this one is "
+                          f"{plan.level}-level")
+    model = plan.benchmarks.model()
+    if not args.observed:
+        raise UsageError("compare --plan needs --observed: the two models' results")
+    runs = _observed_benchmarks(args.observed, model.items_)
+    if not isinstance(runs, ScoreMatrix) or runs.n_models < 2:
+        raise ValueError("compare needs the results of two models in --observed (a CSV of two "
+                         "rows, an lm-eval folder of two runs, or --observed twice)")
+    names = _names(args.models) if args.models else list(runs.models)
+    if len(names) != 2 or not set(names) <= set(runs.models):
+        raise UsageError(f"--observed holds {len(runs.models)} models "
+                          f"({_short_names(list(runs.models), 10)}); name two with --models A,B")
+    observed = []
+    for name in names:
+        row = runs.values[runs.models.index(name)]
+        observed.append({item: float(v) for item, v in zip(runs.items, row) if not np.isnan(v)})
+    return model, observed, names
+
+
+def cmd_report(args) -> int:
+    import time
+
+    from .report import build_report
+
+    start = time.perf_counter()
+    if args.data is None and args.plan is None:
+        raise UsageError("report takes DATA, or --plan PLAN.json whose leaderboard it shows")
+    if args.plan is not None and not args.observed:
+        raise UsageError("--plan goes with --observed: the new model's results")
+    # The new model is predicted as 'predict' would: from the plan, else by a fit of DATA.
+    pred = _prediction(args)[0] if args.observed else None
+    if args.data is not None:
+        scores = _load(args)
+    else:
+        plan = load_plan(args.plan)
+        if plan.benchmarks is None:
+            raise UsageError(f"{args.plan} is a {plan.level} plan with no leaderboard; give "
+                              "the leaderboard as DATA")
+        scores = plan.benchmarks.source
+    progress = Progress("sections", enabled=False if args.quiet else None)
+    try:
+        report = build_report(
+            scores, dataset=str(args.data if args.data is not None else args.plan),
+            prediction=pred, k=args.k, folds=args.folds, k_max=args.k_max,
+            bootstrap=args.bootstrap, threshold=args.threshold, covariance=args.covariance,
+            seed=args.seed, level=args.level, progress=progress)
+    finally:
+        progress.close()
+    try:
+        page = report.html()
+        write_text_atomic(args.output, page, protect=_inputs(args))
+        plots = ([str(p) for p in report.save_figures(args.plots, protect=_inputs(args))]
+                 if args.plots else [])
+    finally:
+        report.close()
+    seconds = time.perf_counter() - start
+    size = len(page.encode())
+    skipped = {s.key: s.skipped for s in report.sections if s.skipped}
+    summary = {"output": str(args.output), "bytes": size, "seconds": seconds,
+               "sections": [s.key for s in report.sections], "skipped": skipped,
+               "plots": plots}
+    text = (f"wrote {args.output}: {len(report.sections)} sections, {size / 1024:.0f} KiB, "
+            f"{seconds:.1f} s" + (f"; {len(plots)} plot files in {args.plots}" if plots else ""))
+    text += "".join(f"\n{key}: not available -- {why}" for key, why in skipped.items())
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def _dask_client(address: str | None):
+    """A dask.distributed client for ``--dask`` (``local`` starts a local cluster)."""
+    if address is None:
+        return None
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(
+            "--dask needs dask.distributed; install it with 'pip install benchsel[dask]'"
+        ) from None
+    if address == "local":
+        return Client(LocalCluster(processes=True, dashboard_address=None))
+    return Client(address)
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluation import cross_validate, evaluate_completion, extrapolate, oracle_subsets
+
+    scores = _load(args)
+    args.folds_given = args.folds is not None
+    if args.folds is None:
+        args.folds = 10
+    objectives = tuple(_names(args.objectives))
+    common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
+                  seed=args.seed)
+    calibrate = args.calibration == "conformal"
+    if args.protocol in ("cv", "extrapolation"):
+        common["transform"] = args.transform
+        common["scoring"] = args.scoring
+        common["calibrate"] = calibrate
+    elif args.transform != "none":
+        raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
+    elif args.scoring != "default":
+        raise ValueError(f"--scoring is not supported by the {args.protocol} protocol")
+    if args.protocol == "complete" and args.covariance != "auto":
+        raise ValueError(
+            "--covariance does not apply to the complete protocol: it compares the "
+            "'gaussian' (em-shrink) and 'gaussian-em' (paper) methods itself"
+        )
+    label = {"cv": "folds", "oracle": "subsets", "complete": "fits"}.get(args.protocol, "splits")
+    progress = Progress(label, enabled=False if args.quiet else None)
+    try:
+        if args.protocol == "cv":
+            client = _dask_client(args.dask)
+            try:
+                result = cross_validate(
+                    scores, folds=args.folds, holdout=args.holdout, n_jobs=args.jobs,
+                    backend="dask" if client is not None else None, progress=progress,
+                    **common,
+                )
+            finally:
+                if client is not None:
+                    client.close()
+        elif args.protocol == "extrapolation":
+            result = extrapolate(scores, **common)
+        elif args.protocol == "complete":
+            methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
+            result = evaluate_completion(scores, methods=methods, hide=args.hide,
+                                         folds=args.folds if args.folds_given else 3,
+                                         seed=args.seed, progress=progress,
+                                         calibrate=calibrate)
+        else:
+            result = oracle_subsets(
+                scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
+                progress=progress, **common,
+            )
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    head = f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s"
+    if args.protocol == "complete":
+        rows = [
+            [r.method, r.medape, r.median_ae, r.within3, r.within5, r.coverage,
+             r.interval_coverage, r.uncalibrated_coverage]
+            for r in result.rows
+        ]
+        text = (
+            f"complete: each model with >= {max(2, min(8, scores.n_items))} scores hides "
+            f"{100 * result.hide:g}% of them, "
+            f"{result.folds} folds, {head}; best (lowest MedAPE among methods predicting "
+            f">= 99% of cells): {result.default}\n"
+            + _table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
+                      "interval cov %", "uncalibrated %"], rows)
+        )
+        _emit(args, payload, text)
+        return 0
+    if args.protocol == "oracle":
+        rows = [
+            [r.k, r.subsets, r.r2_oracle, *r.r2_greedy.values(), ", ".join(r.best)]
+            for r in result.rows
+        ]
+        text = (
+            f"oracle: best subsets by exhaustive search over the same {result.folds} folds, "
+            f"{head}\n"
+            + _table(["k", "subsets", "r2_oracle", *[f"r2_{o}" for o in objectives], "best"],
+                     rows)
+        )
+        _emit(args, payload, text)
+        return 0
+    rows = [
+        [r.objective, r.k, r.r2_mean, r.r2_std, r.residual_variance, r.interval_coverage,
+         r.uncalibrated_coverage, r.stability]
+        for r in result.rows
+    ]
+    setup = (
+        f"{result.folds} folds, holdout {result.holdout:g}"
+        if args.protocol == "cv"
+        else "fit on the weakest 50% of models, predict the strongest 30%"
+    )
+    text = (
+        f"{args.protocol}: {setup}, {head}\n"
+        + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
+                  "uncalibrated", "stability"], rows)
+    )
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_diagnose(args) -> int:
+    from .evaluation.diagnostics import normality
+
+    scores = _load(args)
+    report = normality(scores, alpha=args.alpha)
+    payload = report.to_dict()
+    payload["dataset"] = str(args.data)
+    order = np.argsort(report.w)
+    rows = [
+        [report.items[i], float(report.w[i]), float(report.p_adjusted[i]),
+         "reject" if report.reject[i] else ""]
+        for i in order[: args.show]
+    ]
+    lines = [
+        f"Shapiro-Wilk per benchmark (Benjamini-Hochberg, alpha {args.alpha:g}): "
+        f"{int(report.reject.sum())} of {len(report.items)} reject normality; "
+        f"median W {payload['median_w']:.3f}" if report.items else "no benchmark could be tested",
+        _table(["benchmark (lowest W first)", "W", "p_adjusted", ""], rows),
+    ]
+    if report.mardia is not None:
+        m = report.mardia
+        lines.append(
+            f"Mardia on {m['n_models']} complete models: skewness b1 = {m['skewness']:.4g} "
+            f"(p = {m['skewness_p']:.3g}), kurtosis b2 = {m['kurtosis']:.4g} vs "
+            f"{m['kurtosis_expected']:.4g} expected (z = {m['kurtosis_z']:.3g}, "
+            f"p = {m['kurtosis_p']:.3g})"
+        )
+    else:
+        lines.append(f"Mardia: not computed ({report.mardia_note})")
+    _emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def _question_items(scores: ScoreMatrix, task: str | None, data) -> tuple[str, ScoreMatrix]:
+    """(task, matrix with items named ``task/<doc_id>``) of a per-question matrix.
+
+    Matrices read from lm-eval logs already name their items so; any other
+    file's columns are doc ids when they are whole numbers, else positions
+    0, 1, ... (with a warning) of ``task`` (default: the file's stem).
+    """
+    tails = [item.rpartition("/") for item in scores.items]
+    heads = {head for head, _, _ in tails}
+    if len(heads) == 1 and all(tail.isdigit() for _, _, tail in tails) and "" not in heads:
+        read_task = heads.pop()
+        if task is not None and task != read_task:
+            raise ValueError(f"{data}: the questions are of task {read_task!r}, not {task!r}")
+        return read_task, scores
+    task = task or Path(str(data)).stem
+    if all(item.isdigit() for item in scores.items):
+        return task, scores._replace(items=[f"{task}/{int(item)}" for item in scores.items])
+    if list(scores.items) != [f"item_{j}" for j in range(scores.n_items)]:  # unnamed NPZ
+        warnings.warn(f"{data}: columns are not doc ids (whole numbers); taking column "
+                      f"positions 0..{scores.n_items - 1} as the doc ids of {task!r}",
+                      DataWarning, stacklevel=2)
+    return task, scores._replace(items=[f"{task}/{j}" for j in range(scores.n_items)])
+
+
+def cmd_coreset(args) -> int:
+    from .coreset.evaluate import resolve_n
+    from .coreset.methods import make_method
+
+    scores = _load(args).cleaned()
+    if np.isnan(scores.values).any():
+        rows = np.flatnonzero(np.isnan(scores.values).any(axis=1))
+        raise ValueError(
+            f"{args.data}: question-level selection needs complete scores; model(s) "
+            f"{', '.join(scores.models[i] for i in rows[:10])} miss some questions")
+    n = resolve_n(args.n, scores.n_items)
+    method = make_method(args.method).fit(scores.values, n, np.random.default_rng(args.seed))
+    chosen = [int(j) for j in method.selected_]
+    names = [scores.items[j] for j in chosen]
+    payload = {"method": args.method if args.method != "default" else DEFAULT_CORESET_METHOD,
+               "n": n, "dataset": str(args.data), "indices": chosen, "selected": names}
+    if args.emit_lm_eval_samples:
+        task, path = args.emit_lm_eval_samples
+        task, named = _question_items(scores, task, args.data)
+        docs = [int(named.items[j].rpartition("/")[2]) for j in chosen]
+        payload["lm_eval_samples"] = write_samples(path, {task: docs}, protect=_inputs(args))
+    text = (f"{len(chosen)} of {scores.n_items} questions by {payload['method']}:\n"
+            + ", ".join(names[:50]) + (" ..." if len(names) > 50 else ""))
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_coreset_eval(args) -> int:
+    from .coreset.evaluate import evaluate_coresets
+
+    scores = _load(args).cleaned()
+    methods = None if args.methods == "all" else tuple(_names(args.methods))
+    progress = Progress("fits", enabled=False if args.quiet else None)
+    try:
+        result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
+                                   methods=methods, seed=args.seed, sources=args.sources,
+                                   n_jobs=args.jobs, progress=progress)
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,
+             r.stability, r.similarity_corr, r.fit_seconds + r.predict_seconds]
+            for r in result.rows]
+    split = args.split + (f" ({args.sources} sources)" if args.sources else "")
+    text = (
+        f"{split}, n = {result.n}, {args.trials} trials, {scores.n_models} models x "
+        f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"
+        + _table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
+                  "phi", "sim-corr", "seconds"], rows)
+    )
+    _emit(args, payload, text)
+    return 0
+
+
+# ------------------------------------------------------------------- parser

@@ -1,0 +1,35 @@
+"""The names of every option value, in a module that imports nothing.
+
+The command line builds its parser from these, so that ``benchsel --help``
+and a usage error never import numpy's heavier neighbours (scipy, pandas,
+scikit-learn). The modules that implement each option take their names from
+here; ``tests/test_names.py`` checks that the registries (completion methods,
+question-level methods) list exactly these.
+"""
+
+#: Input file formats (``--input-format``).
+INPUT_FORMATS = ("wide", "long", "npz", "parquet")
+#: Covariance estimators (:mod:`benchsel.gaussian.covariance`).
+COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "paper")
+#: Per-column transforms (:mod:`benchsel.transforms`).
+TRANSFORMS = ("none", "logit")
+#: Interval calibration of :class:`~benchsel.gaussian.GaussianModel`.
+CALIBRATIONS = ("conformal", "none")
+#: Selection objectives (:mod:`benchsel.selection.greedy`).
+OBJECTIVES = ("mi", "entropy", "random")
+#: Which cells the cross-validated R^2 counts (:mod:`benchsel.evaluation.cv`).
+SCORINGS = ("default", "paper")
+#: Completion methods (:data:`benchsel.prediction.COMPLETERS`).
+COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
+                      "gaussian+svd", "auto")
+#: Question-level methods (:data:`benchsel.coreset.methods.METHODS`).
+CORESET_METHODS = ("random-sampling", "random-sampling-learn", "aipw", "gaussian-greedy",
+                   "gaussian-dr", "guarded-ensemble", "random-search-learn", "lasso",
+                   "double-optimize", "pca", "anchor-points-weighted",
+                   "anchor-points-predictor", "p-irt", "gp-irt", "mrmr", "mrmr-mid")
+#: The question-level default (beats aipw in both splits; see docs/question-level.md).
+DEFAULT_CORESET_METHOD = "guarded-ensemble"
+#: The refits Bowyer et al. report, evaluated with "all" beside the base methods.
+PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
+#: Question-level splits of the source models (:mod:`benchsel.coreset.evaluate`).
+SPLITS = ("interpolation", "extrapolation", "stratified")
