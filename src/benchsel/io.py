@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -225,6 +226,7 @@ def _numeric(table: _Table, column: str) -> np.ndarray:
             raise ValueError(
                 f"{table.path}: {table.where[i]}, column {column!r}: value {text!r} is not a "
                 "finite number; expected a number or an empty cell for a missing score"
+                + _number_hint(text)
             )
         out[i] = value
     return out
@@ -249,6 +251,16 @@ def _names(table: _Table, column: str, what: str, unique: bool) -> list[str]:
     return list(names)
 
 
+def _number_hint(text: str) -> str:
+    """What to change in a cell that is almost a number (empty when nothing fits)."""
+    text = text.strip()
+    if text.endswith("%") and _looks_numeric(text[:-1]):
+        return f" (it has a percent sign: write {text[:-1].strip()} for {text})"
+    if re.fullmatch(r"[+-]?\d+,\d+", text):
+        return f" (it has a decimal comma: write {text.replace(',', '.')} for {text})"
+    return ""
+
+
 def _looks_numeric(text: str) -> bool:
     try:
         float(text)
@@ -269,16 +281,32 @@ def _from_wide(table: _Table, model_column: str | None) -> ScoreMatrix:
             f"{path}: no score columns; expected the model column {model_column!r} "
             "followed by one numeric column per benchmark"
         )
-    models = _names(table, model_column, "model", unique=True)
+    try:
+        models = _names(table, model_column, "model", unique=True)
+    except ValueError as err:
+        long_like = {"benchmark", "score", "task", "metric", "value"} & \
+            {c.lower() for c in columns}
+        if "duplicate" in str(err) and (long_like or len(columns) == 3):
+            raise ValueError(f"{err}. It looks like a long file (one row per model and "
+                             f"benchmark): read it with --input-format long (and "
+                             f"--item-column/--score-column if its columns are not named "
+                             f"'benchmark' and 'score')") from None
+        raise
 
     def is_text(c: str) -> bool:
         cells = [t for t in table.column(c) if t.lower() not in MISSING_TOKENS]
         return bool(cells) and not any(_looks_numeric(t) for t in cells)
 
     if all(is_text(c) for c in items):
+        hints = ((c, i, _number_hint(t)) for c in items
+                 for i, t in enumerate(table.column(c)) if _number_hint(t))
+        first = next(hints, None)
+        detail = (f"; column {first[0]!r}, {table.where[first[1]]}: value "
+                  f"{table.column(first[0])[first[1]]!r} is not a number{first[2]}"
+                  if first else "")
         raise ValueError(
             f"{path}: no numeric columns; every column besides {model_column!r} holds "
-            f"text (e.g. {items[:3]}); expected one numeric column per benchmark"
+            f"text (e.g. {items[:3]}); expected one numeric column per benchmark{detail}"
         )
     values = np.column_stack([_numeric(table, c) for c in items])
     return ScoreMatrix(values.reshape(len(models), len(items)), models, items, source=str(path))
@@ -558,11 +586,20 @@ def write_text_atomic(
     protect : iterable of path-like, optional
         Input files that must never be overwritten, and input folders that
         must not be written into; either is an error. A target that exists
-        and is not a regular file (``/dev/null``) is written to, not
-        replaced.
+        and is not a regular file (``/dev/null``, a FIFO) is written to, not
+        replaced; a symbolic link is written through (the file it points to
+        is replaced atomically, the link kept); a folder, or a path in a
+        missing folder, is an error that says so.
     """
     mode = "wb" if isinstance(text, bytes) else "w"
     path = Path(path)
+    if path.is_symlink():
+        # Write through the link: the file it points to is replaced, the link kept.
+        path = path.resolve()
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{path}: cannot write it, the folder {directory} does not "
+                                "exist; create it first or choose another path")
     for other in protect or ():
         if other is None or not Path(other).exists():
             continue
@@ -571,12 +608,14 @@ def write_text_atomic(
             raise ValueError(f"{path}: refusing to overwrite an input file")
         if other.is_dir() and path.resolve().is_relative_to(other.resolve()):
             raise ValueError(f"{path}: refusing to write inside the input folder {other}")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder; give the name of a file to write")
     if path.exists() and not path.is_file():
-        # A device or pipe (/dev/null, /dev/stdout): write to it, never replace it.
+        # A device or pipe the user named (/dev/null, /dev/stdout, a FIFO): write to
+        # it, never replace it.
         with path.open(mode) as fh:
             fh.write(text)
         return
-    directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, mode) as fh:

@@ -442,7 +442,8 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
     if not all_runs:
         raise ValueError(
             f"{source}: no lm-eval output found (expected results_<date>.json and "
-            "samples_<task>_<date>.jsonl files as lm_eval --output_path writes them)"
+            "samples_<task>_<date>.jsonl files as lm_eval --output_path writes them); "
+            "a score matrix is a file (CSV, TSV, Parquet, NPZ) or a bundled name"
         )
     for run in sorted(all_runs, key=lambda r: r.date):
         key = (run.model, run.task)

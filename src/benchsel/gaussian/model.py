@@ -474,6 +474,10 @@ class GaussianModel:
                 f"cannot include {_short_list(left_out)}: left out of the model "
                 "(no observed score, or constant)"
             )
+        clash = [name for name in include if name in set(exclude)]
+        if clash:
+            raise ValueError(f"{_short_list(clash)}: both included and excluded; drop it from "
+                             "one of the two")
         inc = scores.item_indices(include, "included benchmark")
         exc = scores.item_indices(self._known(exclude, "exclusions"), "excluded benchmark")
         cost_array = None
@@ -507,6 +511,13 @@ class GaussianModel:
             seed=seed,
             stop_at_nonpositive=auto,
         )
+        if budget is not None and not len(result.indices):
+            allowed = np.setdiff1d(np.arange(len(self.items_)), exc)
+            cheapest = float(np.min(cost_array[allowed])) if allowed.size else float("nan")
+            warnings.warn(
+                f"nothing selected: the budget {budget:g} is below the cost of every "
+                f"selectable benchmark (the cheapest costs {cheapest:g}); raise --budget to at "
+                f"least {cheapest:g}", DataWarning, stacklevel=2)
         if objective == "mi" and np.any(result.gains <= 0):
             first = int(np.flatnonzero(result.gains <= 0)[0]) + 1
             warnings.warn(
