@@ -103,3 +103,46 @@ def test_a_folder_without_runs_says_what_data_can_be(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     code, _, err = run(capsys, "select", tmp_path / "empty", "-k", 1)
     assert code == 1 and "no lm-eval output found" in err and "bundled name" in err
+
+
+def _damaged_archives(tmp_path):
+    """A real NPZ archive, then damaged the ways a disk or a download damages one."""
+    import io
+
+    import numpy as np
+
+    helm = load_dataset("helm_lite")
+    buf = io.BytesIO()
+    np.savez(buf, B=np.nan_to_num(helm.values), models=np.array(helm.models),
+             benchmarks=np.array(helm.items))
+    good = buf.getvalue()
+    header = good.find(b"'shape': (")
+    cases = {
+        "truncated": good[: len(good) // 2],
+        "bad-crc": good[:400] + bytes([good[400] ^ 0xFF]) + good[401:],
+        "huge-shape": good[: header + 10] + b"99999999999" + good[header + 10:],
+        "garbled": good[:200] + b"\x00" * 300 + good[500:],
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.npz"
+        path.write_bytes(data)
+        yield name, path
+
+
+def test_damaged_archives_are_named_errors(tmp_path, capsys):
+    for name, path in _damaged_archives(tmp_path):
+        code, _, err = run(capsys, "select", path, "-k", 1)
+        assert code == 1, name
+        assert err.startswith(f"benchsel: error: {path}:"), (name, err)
+        assert "Traceback" not in err
+
+
+def test_text_that_is_not_utf8_names_the_file(tmp_path, capsys):
+    bad = tmp_path / "scores.json"
+    bad.write_bytes(b'{"MMLU": 0.5\xff}')
+    code, _, err = run(capsys, "predict", "helm_lite", "--observed", bad)
+    assert code == 1 and str(bad) in err
+    board = tmp_path / "board.csv"
+    board.write_bytes(b"model,x,y\na\xe9,1,2\nb,2,3\nc,3,1\n")
+    code, _, err = run(capsys, "select", board, "-k", 1)
+    assert code == 1 and str(board) in err and "UTF-8" in err

@@ -346,54 +346,71 @@ def _from_long(
 
 
 # ----------------------------------------------------------------------- NPZ
-def _read_npz(path: Path) -> ScoreMatrix:
-    import zipfile
+#: What a damaged archive raises while numpy reads it (a bad CRC, a truncated or
+#: garbled member, a header declaring an absurd shape, an unsupported zip version).
+_DAMAGED = (OSError, EOFError, MemoryError, KeyError, TypeError, AttributeError,
+            NotImplementedError, SyntaxError, UnicodeDecodeError, OverflowError)
 
+
+def _read_npz(path: Path) -> ScoreMatrix:
+    import tokenize
+    import zipfile
+    import zlib
+
+    damaged = (*_DAMAGED, zipfile.BadZipFile, zlib.error, tokenize.TokenError)
+    try:
+        arrays = _npz_arrays(path)
+    except damaged as err:
+        raise ValueError(f"{path}: not a readable NPZ archive, damaged or truncated "
+                         f"({type(err).__name__}: {err})") from None
+    values = arrays.get("values")
+    if values is None:
+        raise ValueError(
+            f"{path}: no score array; expected an array named 'B' (with optional "
+            f"mask 'O') or 'scores'; found {arrays['keys']}"
+        )
+    if values.ndim != 2:
+        raise ValueError(f"{path}: score array has shape {values.shape}; expected 2-D")
+    if not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
+        raise ValueError(f"{path}: score array has dtype {values.dtype}; expected numbers")
+    values = values.astype(np.float64)
+    mask = arrays.get("mask")
+    if mask is not None:
+        if mask.shape != values.shape:
+            raise ValueError(f"{path}: mask 'O' has shape {mask.shape}; expected {values.shape}")
+        values = np.where(mask.astype(bool), values, np.nan)
+    m, n = values.shape
+    models = _dedupe(_labels(arrays.get("models"), m, "model", path), "model", path)
+    items = _labels(arrays.get("items"), n, "item", path)
+    return ScoreMatrix(values, models, items, source=str(path))
+
+
+def _npz_arrays(path: Path) -> dict:
+    """The arrays benchsel reads from an NPZ archive, by role; ``keys`` lists them all."""
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile) as err:
+    except ValueError as err:
         raise ValueError(f"{path}: not a readable NPZ archive ({err})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError(f"{path}: holds a single .npy array, not an NPZ archive of named arrays")
+    roles = {"values": ("B", "scores"), "mask": ("O", "observed", "mask"),
+             "models": ("models", "model_names"),
+             "items": ("benchmarks", "items", "names", "questions", "columns")}
     with archive:
-        keys = set(archive.files)
-
-        def get(*names):
-            for name in names:
-                if name in keys:
-                    try:
-                        return archive[name]
-                    except ValueError:
-                        raise ValueError(
-                            f"{path}: array {name!r} holds Python objects; benchsel "
-                            "reads only plain arrays (no pickles)"
-                        ) from None
-            return None
-
-        values = get("B", "scores")
-        if values is None:
-            raise ValueError(
-                f"{path}: no score array; expected an array named 'B' (with optional "
-                f"mask 'O') or 'scores'; found {sorted(keys)}"
-            )
-        if values.ndim != 2:
-            raise ValueError(f"{path}: score array has shape {values.shape}; expected 2-D")
-        if not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
-            raise ValueError(f"{path}: score array has dtype {values.dtype}; expected numbers")
-        values = values.astype(np.float64)
-        mask = get("O", "observed", "mask")
-        if mask is not None:
-            if mask.shape != values.shape:
-                raise ValueError(
-                    f"{path}: mask 'O' has shape {mask.shape}; expected {values.shape}"
-                )
-            values = np.where(mask.astype(bool), values, np.nan)
-        models = get("models", "model_names")
-        items = get("benchmarks", "items", "names", "questions", "columns")
-    m, n = values.shape
-    models = _dedupe(_labels(models, m, "model", path), "model", path)
-    items = _labels(items, n, "item", path)
-    return ScoreMatrix(values, models, items, source=str(path))
+        keys = sorted(archive.files)
+        out: dict = {"keys": keys}
+        for role, names in roles.items():
+            name = next((n for n in names if n in keys), None)
+            if name is None:
+                continue
+            try:
+                out[role] = archive[name]
+            except ValueError as err:
+                if "allow_pickle" in str(err):
+                    raise ValueError(f"{path}: array {name!r} holds Python objects; benchsel "
+                                     "reads only plain arrays (no pickles)") from None
+                raise ValueError(f"{path}: array {name!r} cannot be read ({err})") from None
+    return out
 
 
 def _dedupe(names: list[str], what: str, path: Path) -> list[str]:
@@ -440,8 +457,8 @@ def _labels(array, count: int, what: str, path: Path) -> list[str]:
 # ------------------------------------------------------------- small inputs
 def _json_object(path: Path, mapping: str) -> dict:
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: invalid JSON ({err})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a JSON object mapping {mapping}")

@@ -465,17 +465,22 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: line {line_no}: not valid JSON ({err.msg})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}: line {line_no}: expected a JSON object per line")
-            rows.append((line_no, obj))
+    line_no = 0
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}: line {line_no}: not valid JSON "
+                                     f"({err.msg})") from None
+                if not isinstance(obj, dict):
+                    raise ValueError(f"{path}: line {line_no}: expected a JSON object per line")
+                rows.append((line_no, obj))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: after line {line_no}: not UTF-8 text ({err.reason})") from None
     return rows
 
 
