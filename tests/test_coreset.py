@@ -197,7 +197,8 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
     method = make_method("guarded-ensemble").fit(x[weak], 40, np.random.default_rng(0))
     a = method.selected_
     mean, sd = method.predict(x[strong][:, a])
-    dr_mean, dr_sd = aipw_estimate(lowrank_question_features(x[weak]), a, x[strong][:, a])
+    dr_mean, dr_sd = aipw_estimate(lowrank_question_features(x[weak]), a, x[strong][:, a],
+                                   method.question_sd_)
     assert method.outside_.all()  # every strong model beyond the weak sources
     np.testing.assert_allclose(mean, dr_mean)
     np.testing.assert_allclose(sd, dr_sd)
@@ -212,6 +213,19 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
         KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
                     coef0=1).fit(x[src][:, a], x[src].mean(1)).predict(rows),
         LowRankGaussian().fit(x[src]).predict_mean(rows, a)[0],
-        aipw_estimate(x[src].T, a, rows)[0],
+        aipw_estimate(x[src].T, a, rows, method.question_sd_)[0],
     ]
     np.testing.assert_allclose(mean, np.mean(parts, axis=0))
+
+
+def test_one_sampled_question_has_a_finite_error_bar():
+    """With n = 1 no method divides by n - 1: the spread comes from the source models."""
+    rng = np.random.default_rng(4)
+    x = (rng.random((40, 60)) < rng.random(60)).astype(float)
+    for name in ("random-sampling", "aipw", "guarded-ensemble"):
+        method = make_method(name).fit(x[:30], 1, np.random.default_rng(0))
+        mean, sd = method.predict(x[30:][:, method.selected_])
+        assert np.isfinite(mean).all() and np.isfinite(sd).all() and (sd > 0).all(), name
+    expected = np.median(x[:30].std(axis=1, ddof=1))
+    assert make_method("random-sampling").fit(x[:30], 1, rng).question_sd_ == \
+        pytest.approx(expected)

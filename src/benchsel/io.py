@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import names
-from .matrix import ScoreMatrix
+from .matrix import MAX_MAGNITUDE, ScoreMatrix
 
 __all__ = [
     "read_scores",
@@ -584,6 +584,9 @@ def _as_scores(pairs, where: str) -> dict[str, float]:
             x = float("nan")
         if not np.isfinite(x):
             raise ValueError(f"{where}: value {value!r} for {name!r} is not a finite number")
+        if abs(x) > MAX_MAGNITUDE:
+            raise ValueError(f"{where}: value {value!r} for {name!r} exceeds "
+                             f"{MAX_MAGNITUDE:g} in magnitude; scores are modelled up to it")
         if name in out:
             raise ValueError(f"{where}: {name!r} is given twice")
         out[name] = x

@@ -20,6 +20,11 @@ __all__ = ["ScoreMatrix", "Standardizer", "DataWarning", "MIN_MODELS", "model_st
 MIN_MODELS = 3
 
 
+#: Largest score magnitude accepted: squares and sums of larger ones overflow
+#: float64 on the way to a covariance.
+MAX_MAGNITUDE = 1e100
+
+
 class DataWarning(UserWarning):
     """A recoverable problem in the input data (dropped rows, constant columns)."""
 
@@ -99,6 +104,14 @@ class ScoreMatrix:
             raise ValueError(
                 f"{self._where()}got {len(items)} item names for "
                 f"{values.shape[1]} columns"
+            )
+        huge = np.abs(np.nan_to_num(values)) > MAX_MAGNITUDE
+        if huge.any():
+            r, c = np.argwhere(huge)[0]
+            raise ValueError(
+                f"{self._where()}score of model {models[r]!r} on {items[c]!r} is "
+                f"{values[r, c]:g}; benchsel models scores up to {MAX_MAGNITUDE:g} in "
+                "magnitude: rescale the column (e.g. to thousands or a log scale)"
             )
         for kind, names in (("model", models), ("item", items)):
             dup = _duplicates(names)

@@ -81,8 +81,18 @@ class RandomQuestions:
         self.n_questions = source.shape[1]
         check_n(n, self.n_questions)
         self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+        # A model's spread over questions, typical of the source models: the
+        # sampling SD a single run question cannot estimate for itself.
+        self.question_sd_ = (float(np.median(source.std(axis=1, ddof=1)))
+                             if self.n_questions > 1 else 0.0)
         self._fit(source)
         return self
+
+    def _sample_sd(self, x: np.ndarray) -> np.ndarray:
+        """Per-row SD of sampled scores (ddof 1); the source models' typical one for n = 1."""
+        if x.shape[1] > 1:
+            return x.std(axis=1, ddof=1)
+        return np.full(x.shape[0], self.question_sd_)
 
     def _fit(self, source: np.ndarray) -> None:
         pass

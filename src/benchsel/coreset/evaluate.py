@@ -34,6 +34,7 @@ unlike the ones it was fitted on.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +49,7 @@ from ..evaluation.metrics import (
     model_similarity,
     nogueira_stability,
 )
-from ..matrix import ScoreMatrix
+from ..matrix import DataWarning, ScoreMatrix
 from .calibrated import Calibrated
 from .methods import DEFAULT_METHOD, make_method, method_names
 
@@ -175,10 +176,15 @@ def _trial(values, split, sources, seed, trial, names, n, calibrate=True) -> dic
         for name in names:
             rng = np.random.default_rng([seed, trial, 1])
             t0 = time.perf_counter()
-            method = (Calibrated(lambda name=name: make_method(name)) if calibrate
-                      else make_method(name)).fit(values[src], n, rng)
-            t1 = time.perf_counter()
-            mean, sd = method.predict(values[np.ix_(tgt, method.selected_)])
+            # Degenerate splits (every source model alike, a constant question) make
+            # some methods divide by zero: their estimates come out non-finite and
+            # are reported per method by _summarize, not as numpy's warnings.
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                method = (Calibrated(lambda name=name: make_method(name)) if calibrate
+                          else make_method(name)).fit(values[src], n, rng)
+                t1 = time.perf_counter()
+                mean, sd = method.predict(values[np.ix_(tgt, method.selected_)])
             t2 = time.perf_counter()
             raw = method.raw_sd_ if calibrate else sd
             out[name] = (np.asarray(mean, float), None if sd is None else np.asarray(sd, float),
@@ -236,6 +242,10 @@ def evaluate_coresets(
     if values.shape[0] < 8:
         raise ValueError(f"{scores._where()}need at least 8 models; got {values.shape[0]}")
     n = resolve_n(n, values.shape[1])
+    if np.ptp(values) == 0:
+        warnings.warn(f"{scores._where()}every model scores {values.flat[0]:g} on every "
+                      "question: errors are all zero and rank correlations undefined",
+                      DataWarning, stacklevel=2)
     if split != "stratified" and sources is not None:
         raise ValueError("sources is only used by the stratified split")
     model_split(values, split, np.random.default_rng(seed), sources)  # validate early
@@ -288,8 +298,15 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
     for name in names:
         errs, gaps, taus, rhos, inside, raw_inside, chosen = [], [], [], [], [], [], []
         fit_s = pred_s = 0.0
+        failed = total = 0
         for r, truth in zip(results, truths):
             mean, sd, selected, tf, tp, raw_sd = r[name]
+            ok = np.isfinite(mean)
+            failed, total = failed + int((~ok).sum()), total + ok.size
+            if not ok.all():  # score the models the method could estimate
+                mean, truth = mean[ok], truth[ok]
+                sd = None if sd is None else sd[ok]
+                raw_sd = None if raw_sd is None else raw_sd[ok]
             err = mean - truth
             errs.append(err)
             gaps.append(scale * np.abs(err).mean())
@@ -298,10 +315,14 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
             if len(truth) > 1 and np.ptp(truth) > 0 and np.ptp(mean) > 0:
                 taus.append(kendalltau(mean, truth).statistic)
                 rhos.append(spearmanr(mean, truth).statistic)
-            if sd is not None:
+            if sd is not None and np.isfinite(sd).all():
                 inside.append(np.abs(err) <= quantile * sd)
-            if raw_sd is not None:
+            if raw_sd is not None and np.isfinite(raw_sd).all():
                 raw_inside.append(np.abs(err) <= quantile * raw_sd)
+        if failed:
+            warnings.warn(f"{name}: no finite estimate for {failed} of {total} target models "
+                          "(degenerate split); its figures use the others", DataWarning,
+                          stacklevel=3)
         gaps_by_method[name] = float(np.mean(gaps))
         err = np.concatenate(errs)
         rows.append(dict(

@@ -49,7 +49,7 @@ class RandomSampling(RandomQuestions):
 
     def predict(self, x_selected: np.ndarray):
         n = x_selected.shape[1]
-        sd = x_selected.std(axis=1, ddof=1) / np.sqrt(n) * fpc(n, self.n_questions)
+        sd = self._sample_sd(x_selected) / np.sqrt(n) * fpc(n, self.n_questions)
         return x_selected.mean(axis=1), sd
 
 
@@ -68,7 +68,8 @@ class RandomSamplingLearn(RandomQuestions):
         return mean, np.full(mean.shape, self.sd_)
 
 
-def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray):
+def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
+                  fallback_sd: float):
     """Zhang et al. (2025) eq. 3 for each row of ``rows`` (scores on ``selected``).
 
     Per target model, a ridge regression (alpha by leave-one-out over
@@ -86,12 +87,19 @@ def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray):
         The uniformly random sampled questions.
     rows : ndarray (R, n)
         Target models' scores on them.
+    fallback_sd : float
+        A model's spread over questions, for fewer than three run questions:
+        too few to fit the ridge and its leave-one-out error, so the estimate
+        is design-based (their mean), with this spread when only one was run.
 
     Returns
     -------
     mean, sd : ndarray (R,)
     """
     total, n = features.shape[0], len(selected)
+    if n < 3:
+        spread = rows.std(axis=1, ddof=1) if n > 1 else np.full(len(rows), fallback_sd)
+        return rows.mean(axis=1), spread / np.sqrt(n) * fpc(n, total)
     rest = np.setdiff1d(np.arange(total), selected)
     means, sds = [], []
     for row in rows:
@@ -131,7 +139,7 @@ class AIPW(RandomQuestions):
         self.features_ = source.T  # one row per question: the source models' scores
 
     def predict(self, x_selected: np.ndarray):
-        return aipw_estimate(self.features_, self.selected_, x_selected)
+        return aipw_estimate(self.features_, self.selected_, x_selected, self.question_sd_)
 
 
 class GaussianGreedy:
@@ -165,7 +173,7 @@ class GaussianDR(RandomQuestions):
         resid = x_selected - loo
         n_unrun = unrun.sum()
         mean = (x_selected.sum(axis=1) + cond.sum(axis=1) + resid.mean(axis=1) * n_unrun) / total
-        sd = resid.std(axis=1, ddof=1) / np.sqrt(len(a)) * n_unrun / total
+        sd = self._sample_sd(resid) / np.sqrt(len(a)) * n_unrun / total
         return mean, sd
 
 
@@ -188,11 +196,11 @@ class GuardedEnsemble(RandomQuestions):
         parts = [
             (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
             self.gaussian_.predict_mean(x_selected, a),
-            aipw_estimate(self.raw_features_, a, x_selected),
+            aipw_estimate(self.raw_features_, a, x_selected, self.question_sd_),
         ]
         model_mean = np.mean([m for m, _ in parts], axis=0)
         model_sd = np.max([sd for _, sd in parts], axis=0)
-        dr_mean, dr_sd = aipw_estimate(self.features_, a, x_selected)
+        dr_mean, dr_sd = aipw_estimate(self.features_, a, x_selected, self.question_sd_)
         # The learned parts regress toward the sources: a model whose consistent
         # estimate lies outside the sources' range would be pulled back into it.
         outside = (dr_mean < self.range_[0]) | (dr_mean > self.range_[1])

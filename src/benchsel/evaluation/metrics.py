@@ -119,8 +119,12 @@ def model_similarity(target: np.ndarray, source: np.ndarray) -> np.ndarray:
     c_exp = pt * ps + (1 - pt) * (1 - ps)
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = (c_obs - c_exp) / (1 - c_exp)
-    # A pair with c_exp = 1 (both models all right or all wrong) carries no signal.
-    return np.nanmean(np.where(c_exp < 1, kappa, np.nan), axis=1)
+    # A pair with c_exp = 1 (both models all right or all wrong) carries no signal;
+    # a target with no informative pair has no similarity (NaN, reported as null).
+    informative = c_exp < 1
+    count = informative.sum(axis=1)
+    total = np.where(informative, kappa, 0.0).sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def gaussian_entropy(sigma: np.ndarray, selected: Sequence[int]) -> float:
