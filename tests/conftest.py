@@ -13,6 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Profiles of the property tests (tests/test_properties.py), chosen with
+# --hypothesis-profile: ci (the default), medium, big (over 10,000 cases in all).
+for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2000)):
+    settings.register_profile(
+        _name, max_examples=_examples, deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+settings.load_profile("ci")
 
 LM_EVAL_SKILLS = dict(zip((f"fake-{i:02d}" for i in range(12)),
                           np.round(np.linspace(-2.5, 2.5, 12), 3).tolist()))

@@ -84,3 +84,25 @@ def test_progress_is_off_when_stderr_is_not_a_terminal():
     progress(1, 2)
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_progress_says_how_long_is_left():
+    progress = Progress("folds", enabled=True, stream=io.StringIO())
+    progress.start = 0.0
+    assert progress.status(1, 4, now=30.0) == "folds: 1/4 (25%) 30 s, about 1 min 30 s left"
+    assert progress.status(4, 4, now=120.0) == "folds: 4/4 (100%) 2 min 00 s"
+
+
+def test_progress_off_a_terminal_writes_a_line_per_interval():
+    import time
+
+    stream = io.StringIO()
+    progress = Progress("trials", stream=stream, interval=0.05)
+    progress(1, 3)  # before the first interval: nothing
+    time.sleep(0.06)
+    progress(2, 3)
+    progress(3, 3)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["trials: 2/3", "trials: 3/3"]
+    assert "left" in lines[0] and "\r" not in stream.getvalue()

@@ -24,23 +24,12 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchsel import GaussianModel, ScoreMatrix
 from benchsel.cli import main
 from benchsel.matrix import DataWarning
-
-settings.register_profile(
-    "ci", max_examples=40, deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-settings.register_profile(
-    "medium", max_examples=300, deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-settings.register_profile(
-    "big", max_examples=2000, deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-settings.load_profile("ci")
 
 #: Values a leaderboard cell may hold: ordinary scores, then the extremes that
 #: broke earlier versions (huge, subnormal, exact ties).

@@ -1,7 +1,8 @@
-"""A minimal progress line on stderr for long runs.
+"""Progress of long runs on stderr, with the time left.
 
-Shown only when stderr is a terminal (so logs and pipes stay clean) and not
-silenced with ``--quiet``; updates at most ten times a second.
+On a terminal one status line is redrawn (at most ten times a second); in a
+log or a pipe a plain line is written at most once a minute, so a batch job
+shows it is alive without flooding its log; ``--quiet`` silences both.
 """
 
 from __future__ import annotations
@@ -11,45 +12,89 @@ import time
 
 __all__ = ["Progress"]
 
+#: Seconds between two lines when stderr is not a terminal.
+LOG_INTERVAL = 60.0
+#: Seconds between two redraws of the terminal line.
+REDRAW_INTERVAL = 0.1
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
 
 class Progress:
-    """Callable ``progress(done, total)`` that redraws one status line.
+    """Callable ``progress(done, total)`` reporting how far a run is and how long is left.
 
     Parameters
     ----------
     label : str
         What is being counted (``"folds"``, ``"subsets"``).
     enabled : bool, optional
-        Force on or off; by default on when stderr is a terminal.
+        False silences it; True redraws a status line whatever the stream;
+        by default a status line on a terminal and a line a minute otherwise.
     stream : file, optional
-        Where to draw (default ``sys.stderr``).
+        Where to write (default ``sys.stderr``).
+    interval : float, optional
+        Seconds between lines off a terminal (default :data:`LOG_INTERVAL`).
     """
 
-    def __init__(self, label: str, enabled: bool | None = None, stream=None):
+    def __init__(self, label: str, enabled: bool | None = None, stream=None,
+                 interval: float = LOG_INTERVAL):
         self.label = label
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.enabled = enabled is not False
+        self.redraw = enabled is True or (enabled is None and self._isatty())
+        self.interval = interval
         self.start = time.perf_counter()
-        self.last = 0.0
+        self.last = self.start if not self.redraw else 0.0
         self.drawn = False
+
+    def _isatty(self) -> bool:
+        try:
+            return bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    def status(self, done: int, total: int, now: float | None = None) -> str:
+        """``label: done/total (pct%) elapsed, about T left`` (no time left before the first)."""
+        now = time.perf_counter() if now is None else now
+        elapsed = now - self.start
+        pct = 100.0 * done / total if total else 100.0
+        text = f"{self.label}: {done}/{total} ({pct:.0f}%) {_duration(elapsed)}"
+        if 0 < done < total:
+            text += f", about {_duration(elapsed / done * (total - done))} left"
+        return text
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if done < total and now - self.last < 0.1:
-            return
-        self.last = now
-        pct = 100.0 * done / total if total else 100.0
-        self.stream.write(
-            f"\r{self.label}: {done}/{total} ({pct:.0f}%) {now - self.start:.1f} s"
-        )
+        if self.redraw:
+            if done < total and now - self.last < REDRAW_INTERVAL:
+                return
+            self.stream.write("\r" + self.status(done, total, now) + "\033[K")
+            self.drawn = True
+        else:
+            if done < total and now - self.last < self.interval:
+                return
+            if done >= total and not self.drawn:
+                return  # a run that ended within the first interval logs nothing
+            self.stream.write(self.status(done, total, now) + "\n")
         self.stream.flush()
-        self.drawn = True
+        self.last = now
+        if not self.redraw:
+            self.drawn = True
 
     def close(self) -> None:
         """End the status line (if one was drawn)."""
-        if self.drawn:
+        if self.drawn and self.redraw:
             self.stream.write("\n")
             self.stream.flush()
-            self.drawn = False
+        self.drawn = False
