@@ -229,3 +229,19 @@ def test_one_sampled_question_has_a_finite_error_bar():
     expected = np.median(x[:30].std(axis=1, ddof=1))
     assert make_method("random-sampling").fit(x[:30], 1, rng).question_sd_ == \
         pytest.approx(expected)
+
+
+def test_coreset_eval_on_dask_gives_the_serial_result():
+    distributed = pytest.importorskip("dask.distributed")
+    from benchsel import ScoreMatrix
+    from benchsel.coreset.evaluate import evaluate_coresets
+
+    rng = np.random.default_rng(5)
+    x = (rng.random((40, 80)) < rng.random(80)).astype(float)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(40)], [str(j) for j in range(80)])
+    opts = dict(n=10, trials=3, methods=("random-sampling", "aipw"), calibrate=False)
+    serial = evaluate_coresets(scores, **opts)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        on_dask = evaluate_coresets(scores, n_jobs=-1, backend="dask", **opts)
+    assert [r.gap for r in on_dask.rows] == [r.gap for r in serial.rows]

@@ -349,3 +349,35 @@ def test_costs_may_name_lm_eval_tasks(lm_eval_runs, tmp_path, capsys):
     out = cli_json(capsys, "select", lm_eval_runs.runs, "--costs", costs, "--budget", 2,
                    "--json")
     assert out["cost"] <= 2 and "bs_gen/exact_match,strict" not in out["selected"]
+
+
+def test_questions_read_in_parallel_and_on_dask_match_the_serial_read(lm_eval_runs):
+    runs = read_lm_eval(lm_eval_runs.runs)
+    task = lm_eval_runs.leaf_tasks[0]
+    serial = runs.questions(task)
+    parallel = runs.questions(task, n_jobs=2)
+    np.testing.assert_array_equal(parallel.values, serial.values)
+    assert parallel.models == serial.models and parallel.items == serial.items
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        on_dask = runs.questions(task, n_jobs=-1, backend="dask")
+    np.testing.assert_array_equal(on_dask.values, serial.values)
+    # Every score is the one the log holds for that model and question.
+    run = runs.full_runs[(serial.models[0], task)]
+    for doc, value in read_sample_scores(run).items():
+        assert serial.values[0, serial.items.index(f"{task}/{doc}")] == value
+
+
+def test_sample_lines_are_read_without_their_prompts(tmp_path):
+    from benchsel.lmeval import _read_jsonl
+
+    log = tmp_path / "samples_t_2024-01-01T00-00-00.jsonl"
+    log.write_text(json.dumps({"doc_id": 3, "doc": {"question": "x" * 10_000},
+                               "arguments": [["a" * 5000]], "resps": [["b"]],
+                               "filter": "none", "metrics": ["acc"], "acc": 1.0,
+                               "target": "long answer " * 10, "note": "N/A"}) + "\n")
+    [(line, obj)] = _read_jsonl(log)
+    assert line == 1
+    assert obj == {"doc_id": 3, "filter": "none", "metrics": ["acc"], "acc": 1.0, "note": "N/A"}

@@ -300,7 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sources", type=_positive_int,
                    help="stratified split: number of source models (the paper uses 15, 30, 50)")
     p.add_argument("--jobs", type=_positive_int, default=1,
-                   help="trials run in parallel (default 1; results do not depend on it)")
+                   help="trials (and lm-eval sample logs) read and run in parallel (default "
+                   "1; results do not depend on it)")
+    p.add_argument("--dask", metavar="SCHEDULER",
+                   help="run the trials, and read lm-eval sample logs, on a dask.distributed "
+                   "cluster (scheduler address, or 'local'; needs benchsel[dask])")
     p.add_argument("--trials", type=_positive_int, default=10, help="trials (default 10)")
     p.add_argument("--methods", default="all",
                    help=f"all, default, or comma-separated: {', '.join(CORESET_METHODS)}; append "

@@ -151,9 +151,13 @@ def _task_questions(runs, task: str, args):
                          "--log_samples; a question-level source needs full runs")
     metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
     filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
+    # Logs are read in parallel with --jobs, or on the cluster of --dask.
+    on_dask = getattr(args, "dask", None) is not None
     return runs.questions(task, models=complete,
                           metric=metric.get(task) if isinstance(metric, dict) else metric,
-                          filter=filt.get(task) if isinstance(filt, dict) else filt)
+                          filter=filt.get(task) if isinstance(filt, dict) else filt,
+                          n_jobs=-1 if on_dask else getattr(args, "jobs", 1),
+                          backend="dask" if on_dask else None)
 
 
 def _fit(args, scores) -> GaussianModel:
@@ -1111,15 +1115,20 @@ def cmd_coreset(args) -> int:
 def cmd_coreset_eval(args) -> int:
     from .coreset.evaluate import evaluate_coresets
 
-    scores = _load(args).cleaned()
-    methods = None if args.methods == "all" else tuple(_names(args.methods))
-    progress = Progress("fits", enabled=False if args.quiet else None)
+    client = _dask_client(args.dask)
+    progress = Progress("trials", enabled=False if args.quiet else None)
     try:
+        scores = _load(args).cleaned()
+        methods = None if args.methods == "all" else tuple(_names(args.methods))
         result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
                                    methods=methods, seed=args.seed, sources=args.sources,
-                                   n_jobs=args.jobs, progress=progress)
+                                   n_jobs=-1 if client is not None else args.jobs,
+                                   backend="dask" if client is not None else None,
+                                   progress=progress)
     finally:
         progress.close()
+        if client is not None:
+            client.close()
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,

@@ -67,6 +67,8 @@ _NOT_METRICS = frozenset({
     "doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
     "doc_hash", "prompt_hash", "target_hash",
 })
+#: Keys of a sample line kept besides its metrics.
+_KEPT = frozenset({"doc_id", "filter", "metrics"})
 _MODEL_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's own order
 
 
@@ -263,33 +265,45 @@ class LmEvalRuns:
         metric: str | None = None,
         filter: str | None = None,  # noqa: A002 - lm-eval's own word
         models: Iterable[str] | None = None,
+        n_jobs: int = 1,
+        backend: str | None = None,
     ) -> ScoreMatrix:
         """Models x questions of one task from the sample logs.
 
         Items are ``"<task>/<doc_id>"`` in increasing ``doc_id``; a question a
         model did not run (a partial run) is missing. Models without sample
         logs for the task are left out.
+
+        The logs are read one per model, streamed line by line and kept as
+        (doc id, score) arrays, in parallel through joblib when ``n_jobs`` is
+        not 1 -- on a Dask cluster with ``backend="dask"`` inside a
+        ``dask.distributed.Client`` context. The matrix is the same either way.
         """
         self.check_tasks([task])
         wanted = list(models) if models is not None else self.models
-        per_model: dict[str, dict[int, float]] = {}
+        runs = {}
         for model in wanted:
             run = self.full_runs.get((model, task)) or self.runs.get((model, task))
-            if run is None or run.samples_file is None:
-                continue
-            per_model[model] = read_sample_scores(run, metric=metric, filter=filter)
-        if not per_model:
+            if run is not None and run.samples_file is not None:
+                runs[model] = run
+        if not runs:
             raise ValueError(
                 f"{self.source}: no samples_{task}_<date>.jsonl beside a results file; "
                 "run lm-eval with --log_samples"
             )
-        docs = sorted(set().union(*(s.keys() for s in per_model.values())))
-        index = {d: j for j, d in enumerate(docs)}
-        values = np.full((len(per_model), len(docs)), np.nan)
-        for i, scores in enumerate(per_model.values()):
-            for doc, value in scores.items():
-                values[i, index[doc]] = value
-        return ScoreMatrix(values, list(per_model), [f"{task}/{d}" for d in docs],
+        if n_jobs == 1 and backend is None:
+            parts = [_sample_arrays(run, metric, filter) for run in runs.values()]
+        else:
+            from joblib import Parallel, delayed, parallel_backend
+
+            with parallel_backend(backend or "loky", n_jobs=n_jobs):
+                parts = Parallel()(delayed(_sample_arrays)(run, metric, filter)
+                                   for run in runs.values())
+        docs = np.unique(np.concatenate([d for d, _ in parts]))
+        values = np.full((len(parts), docs.size), np.nan)
+        for i, (doc, score) in enumerate(parts):
+            values[i, np.searchsorted(docs, doc)] = score
+        return ScoreMatrix(values, list(runs), [f"{task}/{d}" for d in docs],
                            source=self.source)
 
     def complete_models(self, task: str) -> list[str]:
@@ -463,7 +477,20 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
     return out
 
 
+def _slim(obj: dict) -> dict:
+    """What benchsel reads of a sample line: its ids and metric values, not its prompt."""
+    return {k: v for k, v in obj.items()
+            if k in _KEPT or (k not in _NOT_METRICS and not isinstance(v, list | dict)
+                              and not (isinstance(v, str) and len(v) > 32))}
+
+
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """``(line number, slimmed object)`` of every non-blank line, streamed.
+
+    Lines are parsed one at a time and only their ids and metrics kept
+    (:func:`_slim`), so memory follows the number of documents, not the size
+    of the prompts and responses a log holds.
+    """
     rows = []
     line_no = 0
     try:
@@ -478,7 +505,7 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
                                      f"({err.msg})") from None
                 if not isinstance(obj, dict):
                     raise ValueError(f"{path}: line {line_no}: expected a JSON object per line")
-                rows.append((line_no, obj))
+                rows.append((line_no, _slim(obj)))
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: after line {line_no}: not UTF-8 text ({err.reason})") from None
     return rows
@@ -511,6 +538,14 @@ def _line_filters(rows: list[tuple[int, dict]], run: TaskRun) -> list[str]:
             )
         out.append(names[k])
     return out
+
+
+def _sample_arrays(run: TaskRun, metric: str | None,
+                   filter: str | None) -> tuple[np.ndarray, np.ndarray]:  # noqa: A002
+    """(doc ids, scores) of one sample log as arrays: compact enough to gather thousands."""
+    scores = read_sample_scores(run, metric=metric, filter=filter)
+    return (np.fromiter(scores.keys(), dtype=np.int64, count=len(scores)),
+            np.fromiter(scores.values(), dtype=np.float64, count=len(scores)))
 
 
 def read_sample_scores(

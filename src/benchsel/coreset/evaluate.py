@@ -206,6 +206,7 @@ def evaluate_coresets(
     n_jobs: int = 1,
     progress=None,
     calibrate: bool = True,
+    backend: str | None = None,
 ) -> CoresetResult:
     """Run question-level methods on identical splits (see the module docstring).
 
@@ -228,6 +229,9 @@ def evaluate_coresets(
         Number of source models for the ``stratified`` split.
     n_jobs : int
         Trials run in parallel through joblib; results do not depend on it.
+    backend : str, optional
+        A joblib backend for the trials, e.g. ``"dask"`` inside a
+        ``dask.distributed.Client`` context to run them on a cluster.
     progress : callable(done, total) or None
     calibrate : bool, default True
         Calibrate every method's error bars on its own source models
@@ -258,20 +262,21 @@ def evaluate_coresets(
     start = time.perf_counter()
     args = (values, split, sources, seed)
     results = []
-    if n_jobs == 1:
+    if n_jobs == 1 and backend is None:
         for t in range(trials):
             results.append(_trial(*args, t, names, n, calibrate))
             if progress is not None:
                 progress(t + 1, trials)
     else:
-        from joblib import Parallel, delayed
+        from joblib import Parallel, delayed, parallel_backend
 
-        jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_trial)(*args, t, names, n, calibrate) for t in range(trials))
-        for result in jobs:
-            results.append(result)
-            if progress is not None:
-                progress(len(results), trials)
+        with parallel_backend(backend or "loky", n_jobs=n_jobs):
+            jobs = Parallel(return_as="generator")(
+                delayed(_trial)(*args, t, names, n, calibrate) for t in range(trials))
+            for result in jobs:
+                results.append(result)
+                if progress is not None:
+                    progress(len(results), trials)
     rows = _summarize(values, results, names, level)
     return CoresetResult(
         dataset=scores.source or "",
