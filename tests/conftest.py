@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, settings
 
 # Profiles of the property tests (tests/test_properties.py), chosen with
 # --hypothesis-profile: ci (the default), medium, big (over 10,000 cases in all).
-for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2000)):
+for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2500)):
     settings.register_profile(
         _name, max_examples=_examples, deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -20,9 +20,9 @@ __all__ = ["ScoreMatrix", "Standardizer", "DataWarning", "MIN_MODELS", "model_st
 MIN_MODELS = 3
 
 
-#: Largest score magnitude accepted: squares and sums of larger ones overflow
+#: Largest score magnitude accepted: sums of larger ones (a column mean) overflow
 #: float64 on the way to a covariance.
-MAX_MAGNITUDE = 1e100
+MAX_MAGNITUDE = 1e300
 
 
 class DataWarning(UserWarning):

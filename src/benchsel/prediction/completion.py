@@ -294,9 +294,17 @@ AUTO_MIN_COVERAGE = 0.99
 
 
 def median_ape(true: np.ndarray, pred: np.ndarray) -> float:
-    """Median absolute percentage error over cells with a nonzero true score (NaN if none)."""
-    nonzero = true != 0
-    ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / np.abs(true[nonzero])
+    """Median absolute percentage error over cells with a nonzero true score (NaN if none).
+
+    A true score below a millionth of the typical one counts as zero: its
+    percentage error is meaningless (and a subnormal one overflows).
+    """
+    size = np.abs(true)
+    positive = size[size > 0]
+    if not positive.size:
+        return float("nan")
+    nonzero = size > 1e-6 * np.median(positive)
+    ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / size[nonzero]
     return float(np.median(ape)) if ape.size else float("nan")
 
 
