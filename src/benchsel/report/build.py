@@ -107,7 +107,7 @@ class Report:
 
     def close(self) -> None:
         """Release the figures' memory."""
-        plt = figures._pyplot()
+        plt = figures.pyplot()
         for fig in self.figures.values():
             plt.close(fig)
         self.figures.clear()
@@ -124,7 +124,7 @@ class _Builder:
         self.progress = progress
 
     def section(self, key: str, title: str, compute, *args, **kwargs) -> None:
-        """Run ``compute(section, *args)``; a ValueError skips the section with its message."""
+        """Run ``compute(self, section, *args)``; a ValueError skips the section, saying why."""
         section = Section(key, title)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

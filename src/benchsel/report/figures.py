@@ -14,6 +14,7 @@ import io
 import numpy as np
 
 __all__ = [
+    "pyplot",
     "coverage_figure",
     "discover_figure",
     "encode",
@@ -32,7 +33,8 @@ MAX_ROWS = 40
 _COLORS = {"mi": "#1f77b4", "entropy": "#2ca02c", "random": "#7f7f7f"}
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (imported on first use)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -68,7 +70,7 @@ def encode(fig, fmt: str = "png") -> bytes:
 
 def pattern_figure(scores):
     """Which scores the leaderboard has: models x benchmarks, both sorted by count."""
-    plt = _pyplot()
+    plt = pyplot()
     observed = scores.observed
     rows = np.argsort(-observed.sum(axis=1), kind="stable")
     cols = np.argsort(-observed.sum(axis=0), kind="stable")
@@ -89,7 +91,7 @@ def pattern_figure(scores):
 
 def spectrum_figure(spec: dict, shown: int = 30):
     """Residual variance after k benchmarks: greedy picks vs the eigenvalue bound."""
-    plt = _pyplot()
+    plt = pyplot()
     greedy = np.asarray(spec["greedy_residual"])
     bound = np.asarray(spec["residual_fraction"])
     k = np.arange(1, min(len(greedy), shown) + 1)
@@ -117,7 +119,7 @@ def _values(rows: list[dict], key: str) -> np.ndarray:
 
 def r2_figure(cv: dict):
     """Held-out R^2 against k for every objective of a ``cv`` payload (mean +- fold SD)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     for objective in dict.fromkeys(r["objective"] for r in cv["results"]):
         rows = _rows(cv, objective)
@@ -135,7 +137,7 @@ def r2_figure(cv: dict):
 
 def coverage_figure(cv: dict, objective: str = "mi", level: float = 0.9):
     """Coverage of the nominal intervals against k, calibrated and not."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = _rows(cv, objective)
     k = np.array([r["k"] for r in rows])
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
@@ -156,7 +158,7 @@ def coverage_figure(cv: dict, objective: str = "mi", level: float = 0.9):
 
 def stability_figure(orders: list[list[str]], max_rows: int = 25):
     """Position of each benchmark in every fold's selection order (blank: not picked)."""
-    plt = _pyplot()
+    plt = pyplot()
     names = list(dict.fromkeys(name for order in orders for name in order))
     position = np.full((len(names), len(orders)), np.nan)
     for f, order in enumerate(orders):
@@ -177,7 +179,7 @@ def stability_figure(orders: list[list[str]], max_rows: int = 25):
 
 def discover_figure(discovered: dict, labelled: int = 5):
     """Novelty against information about the rest, one point per benchmark."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = discovered["benchmarks"]
     novelty = np.array([r["novelty"] for r in rows], dtype=float)
     information = np.array([r["information"] for r in rows], dtype=float)
@@ -198,7 +200,7 @@ def discover_figure(discovered: dict, labelled: int = 5):
 
 def prediction_figure(prediction, scores, row: int = 0):
     """A new model's predicted scores with intervals, over the leaderboard's spread."""
-    plt = _pyplot()
+    plt = pyplot()
     items = list(prediction.items)
     observed = prediction.observed[row]
     # Observed benchmarks first, then the predicted ones; at most MAX_ROWS rows.
