@@ -299,13 +299,14 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def _prediction(args):
-    """(Prediction, plan level) of ``--observed``: from ``--plan``, or a fit of DATA."""
+def _prediction(args, scores: ScoreMatrix | None = None):
+    """(Prediction, plan level) of ``--observed``: from ``--plan``, or a fit of DATA
+    (``scores``, when the caller has read it already)."""
     if args.plan is not None:
         if getattr(args, "axis", "benchmarks") != "benchmarks":
             raise UsageError("--axis models transposes DATA; a plan is already fitted")
         return _predict_from_plan(args)
-    scores = _load(args)
+    scores = _load(args) if scores is None else scores
     dual = getattr(args, "axis", "benchmarks") == "models"
     if dual:
         # The dual: a new benchmark's scores on a few reference models predict
@@ -867,8 +868,6 @@ def cmd_report(args) -> int:
         raise UsageError("report takes DATA, or --plan PLAN.json whose leaderboard it shows")
     if args.plan is not None and not args.observed:
         raise UsageError("--plan goes with --observed: the new model's results")
-    # The new model is predicted as 'predict' would: from the plan, else by a fit of DATA.
-    pred = _prediction(args)[0] if args.observed else None
     if args.data is not None:
         scores = _load(args)
     else:
@@ -877,6 +876,8 @@ def cmd_report(args) -> int:
             raise UsageError(f"{args.plan} is a {plan.level} plan with no leaderboard; give "
                               "the leaderboard as DATA")
         scores = plan.benchmarks.source
+    # The new model is predicted as 'predict' would: from the plan, else by a fit of DATA.
+    pred = _prediction(args, scores)[0] if args.observed else None
     progress = Progress("sections", enabled=False if args.quiet else None)
     try:
         report = build_report(
