@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._patterns import unique_rows
 from .splits import Fold, strength_split
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
 MIN_CELLS = 30
 #: Fewest source models for calibration; below it intervals stay uncalibrated.
 MIN_MODELS = 10
+_CHUNK = 4_000_000  # at most this many reference strengths at once
 
 
 def _gaussian_quantile(level: float) -> float:
@@ -217,8 +219,43 @@ def range_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=float)
     given = ~np.isnan(rows)
     out = np.zeros(rows.shape[0])
-    patterns, inverse = np.unique(given, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    patterns, inverse = unique_rows(given)
+    ref_obs = (~np.isnan(reference)).astype(float)  # float: the products below use BLAS
+    ref_filled = np.where(ref_obs > 0, reference, 0.0)
+    n_given = given.sum(axis=1)
+    strength = np.where(given, rows, 0.0).sum(axis=1) / np.maximum(n_given, 1)
+    # The reference strengths on every pattern's items at once: an
+    # (M, patterns) matrix of sums over counts, in chunks of patterns.
+    step = max(1, _CHUNK // max(reference.shape[0], 1))
+    low, high = np.zeros(len(patterns)), np.zeros(len(patterns))
+    spread, usable = np.ones(len(patterns)), np.zeros(len(patterns), dtype=bool)
+    for start in range(0, len(patterns), step):
+        chunk = slice(start, start + step)
+        p = patterns[chunk].T.astype(float)
+        count = ref_obs @ p
+        has = count > 0
+        n_has = has.sum(axis=0)
+        ref = (ref_filled @ p) / np.maximum(count, 1)  # 0 where the model has none
+        usable[chunk] = (n_has > 0) & patterns[chunk].any(axis=1)
+        low[chunk] = np.where(has, ref, np.inf).min(axis=0)
+        high[chunk] = np.where(has, ref, -np.inf).max(axis=0)
+        centre = ref.sum(axis=0) / np.maximum(n_has, 1)
+        deviation = (ref - centre) * has
+        sd = np.sqrt(np.einsum("mg,mg->g", deviation, deviation) / np.maximum(n_has, 1))
+        spread[chunk] = np.where((n_has > 1) & (sd > 0), sd, 1.0)
+    ok = usable[inverse]
+    g = inverse[ok]
+    out[ok] = np.maximum(np.maximum(strength[ok] - high[g], low[g] - strength[ok]), 0.0) / spread[g]
+    return out
+
+
+def _range_excess_loop(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """One pattern at a time (the reference :func:`range_excess` is tested against)."""
+    reference = np.asarray(reference, dtype=float)
+    rows = np.asarray(rows, dtype=float)
+    given = ~np.isnan(rows)
+    out = np.zeros(rows.shape[0])
+    patterns, inverse = unique_rows(given)
     ref_obs = ~np.isnan(reference)
     ref_filled = np.where(ref_obs, reference, 0.0)
     for g, pattern in enumerate(patterns):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._patterns import unique_rows
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from .metrics import json_record
@@ -105,8 +106,7 @@ def loo_residuals(z: np.ndarray, mean: np.ndarray, sigma: np.ndarray,
     observed = ~np.isnan(z)
     predicted = np.full(z.shape, np.nan)
     resid_z = np.full(z.shape, np.nan)
-    patterns, inverse = np.unique(observed, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    patterns, inverse = unique_rows(observed)
     for g, pattern in enumerate(patterns):
         o = np.flatnonzero(pattern)
         if o.size < 2:

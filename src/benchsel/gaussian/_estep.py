@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lapack
 
+from .._patterns import unique_rows
+
 __all__ = ["EStepPlan", "e_step"]
 
 _LOG_2PI = float(np.log(2 * np.pi))
@@ -67,8 +69,7 @@ class EStepPlan:
     def build(cls, observed: np.ndarray) -> EStepPlan:
         observed = np.asarray(observed, dtype=bool)
         m_rows, n = observed.shape
-        _, inverse = np.unique(observed, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        _, inverse = unique_rows(observed)
         groups: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
         complete = []
         for g in range(inverse.max(initial=-1) + 1):

@@ -11,6 +11,7 @@ from scipy.special import ndtri
 
 from .. import names
 from .._linalg import cholesky
+from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds
 from ..calibration import range_excess
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
@@ -681,8 +682,7 @@ class GaussianModel:
         from ..prediction.completion import choose_completer
 
         given = ~np.isnan(x)
-        patterns, inverse = np.unique(given, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        patterns, inverse = unique_rows(given)
         parts, choices = {}, [None] * len(models)
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == g)
@@ -722,9 +722,9 @@ class GaussianModel:
         out = [dict(none) for _ in range(rows_z.shape[0])]
         if self.calibration == "none":
             return out
-        patterns, inverse = np.unique(~np.isnan(rows_z), axis=0, return_inverse=True)
+        patterns, inverse = unique_rows(~np.isnan(rows_z))
         for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse.reshape(-1) == g)
+            rows = np.flatnonzero(inverse == g)
             cal = calibrate(pattern)
             if not (pattern.any() and cal.calibrated):
                 continue
