@@ -15,22 +15,22 @@ plain functions beside them.
   from :data:`~benchsel.coreset._base.ALPHAS`); the final refit picks its own
   by leave-one-out over the same grid. All the candidates' small ridge
   problems are solved at once (:func:`batched_ridge`).
-* ``lasso`` -- Lasso from all ``N`` question scores to the full mean; the
-  penalty walks down the regularization path until ``n`` weights are
-  non-zero (bisection closes in on exactly ``n``), and the coreset is that
-  support. A lasso has at most about ``M - 1`` non-zero weights, so with few
-  source models the support can be smaller than ``n`` (and with tied
-  questions the path can jump past ``n``); the coreset is then filled with
-  the questions that would enter the path next (the largest
+* ``lasso`` -- Lasso from all ``N`` question scores to the full mean at a
+  penalty where exactly ``n`` weights are non-zero (a descent of the
+  penalty, then bisection to the count; see :func:`lasso_coreset`), and the
+  coreset is that support. A lasso has at
+  most about ``M - 1`` non-zero weights, so with few source models the
+  support can be smaller than ``n``; the coreset is then filled with the
+  questions that would enter the path next (the largest
   ``|x_j^T residual|``), at zero weight. The prediction is the lasso itself,
   not a refit on its support, as in the paper.
 * ``double-optimize`` -- Adam on a selection vector ``pi`` and weights
   ``theta`` jointly, with the straight-through ``TopMask(pi; n)``: 1000
   steps of size 0.001, ``theta`` starting at ``1/n`` and ``pi`` at small
   noise (a random first coreset). The coreset is the final mask and the
-  predictor is ``theta`` as learned, as in the paper (plus an intercept,
-  profiled out by centring). The step count and size were set on four
-  benchmarks' interpolation splits; larger steps overfit badly.
+  predictor is ``theta`` as learned, with no intercept, as in the paper's
+  eq. 18. The step count and size were set on four benchmarks'
+  interpolation splits; larger steps overfit badly.
 * ``pca`` -- random questions; the target models' unrun questions are imputed
   by iterative rank-``k`` PCA (paper 002, Algorithm 1) with ``k`` chosen by
   cross-validation over ``{2, 5, 10, 20}``; the prediction is the mean of the
@@ -315,28 +315,48 @@ def lasso_coreset(
     n_alphas: int = 60,
     eps: float = 1e-3,
     bisect: int = 20,
+    probes: int = 32,
     max_iter: int = 10_000,
     tol: float = 1e-4,
 ) -> Lasso:
-    """The lasso with the smallest penalty found whose support has at most ``n`` questions.
+    """A lasso with exactly ``n`` non-zero weights, at the largest such penalty found.
 
-    Walks the penalty down a geometric grid from ``alpha_max`` (where every
-    weight is zero) to ``eps * alpha_max``, warm-starting each fit; once the
-    support exceeds ``n``, bisects (in log scale) between the last penalty
-    with at most ``n`` non-zeros and the first with more, stopping at exactly
-    ``n``. If the support never reaches ``n`` the last fit of the grid is
-    returned.
+    On 0/1 scores many questions are near-identical, and the lasso's
+    weights are then not unique (its fitted values are): the number of
+    non-zero weights coordinate descent returns depends on where it starts,
+    and is far from monotone in the penalty (on one real split it runs 44,
+    56, 53, 51, 46, 50, 49 over a 0.5% change of the penalty). So the count
+    is always taken from a fit that starts at zero, a function of the
+    penalty alone, and the search is:
+
+    1. walk the penalty down a geometric grid from ``alpha_max`` (where
+       every weight is zero) to ``eps * alpha_max``, warm-starting each fit
+       (cheap), to the first point whose support exceeds ``n``;
+    2. from two grid points above it (further up while the support
+       there exceeds ``n``), walk down again with cold fits to the first
+       whose support exceeds ``n`` (the bracket);
+    3. bisect the bracket (in log scale) with cold fits, stopping at exactly
+       ``n`` non-zeros;
+    4. if bisection closed in on a jump past ``n``, fit ``probes``
+       penalties spread over the bracket and keep the largest with exactly
+       ``n``.
+
+    Only when no fit has ``n`` is the one with the most non-zeros below
+    ``n`` returned (also when the support never reaches ``n``: a lasso on
+    ``M`` models has at most about ``M - 1`` when its solution is unique).
 
     Parameters
     ----------
     x : ndarray, shape (M, N)
     y : ndarray, shape (M,)
     n : int
-        Most non-zero weights allowed.
+        Non-zero weights wanted.
     n_alphas, eps : int, float
         The grid of penalties.
     bisect : int
         Most bisection steps.
+    probes : int
+        Fits spread over the bracket when bisection does not reach ``n``.
     max_iter, tol
         Passed to :class:`sklearn.linear_model.Lasso`.
 
@@ -349,33 +369,54 @@ def lasso_coreset(
     alpha_max = np.abs((x - x.mean(axis=0)).T @ (y - y.mean())).max() / m
     if alpha_max == 0:  # the target is constant: nothing ever enters
         return _lasso(1.0, max_iter, tol).fit(x, y)
-    model = _lasso(alpha_max, max_iter, tol)
-    good = bad = None
-    # Points on the way to the chosen penalty needn't be exact: they only
-    # warm-start the next fit, so their convergence warnings are noise.
+    grid = alpha_max * np.logspace(0, np.log10(eps), n_alphas)
+    best = (alpha_max, np.zeros(x.shape[1]), float(y.mean()))  # the most non-zeros <= n
+
+    def cold(alpha):
+        """Fit from zero at ``alpha``; keep it if it is the best so far; its count."""
+        nonlocal best
+        fit = _lasso(alpha, max_iter, tol).fit(x, y)
+        count = np.count_nonzero(fit.coef_)
+        have = np.count_nonzero(best[1])
+        if count <= n and (count > have or (count == have and alpha > best[0])):
+            best = (alpha, fit.coef_.copy(), float(fit.intercept_))
+        return count
+
+    # Points on the way to the chosen penalty needn't be exact: their
+    # convergence warnings are noise.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for alpha in alpha_max * np.logspace(0, np.log10(eps), n_alphas)[1:]:
-            model.set_params(alpha=alpha).fit(x, y)
-            if np.count_nonzero(model.coef_) > n:
+        walk = _lasso(alpha_max, max_iter, tol)
+        start = len(grid) - 1
+        for i, alpha in enumerate(grid[1:], start=1):
+            if np.count_nonzero(walk.set_params(alpha=alpha).fit(x, y).coef_) > n:
+                start = i
+                break
+        i = max(start - 2, 1)
+        while i > 0 and cold(grid[i]) > n:  # the cold count can exceed n earlier
+            i -= 1
+        good, bad = grid[i], None
+        for alpha in grid[i + 1:]:
+            if cold(alpha) > n:
                 bad = alpha
                 break
-            good = (alpha, model.coef_.copy(), model.intercept_)
-        if bad is not None and good is None:  # the first step overshot: bisect from the top
-            good = (alpha_max, np.zeros(x.shape[1]), y.mean())
-        for _ in range(bisect if bad is not None else 0):
-            if np.count_nonzero(good[1]) == n:
-                break
-            alpha = np.sqrt(good[0] * bad)
-            model.set_params(alpha=alpha)
-            model.coef_, model.intercept_ = good[1].copy(), good[2]
-            model.fit(x, y)
-            if np.count_nonzero(model.coef_) > n:
-                bad = alpha
-            else:
-                good = (alpha, model.coef_.copy(), model.intercept_)
-    model.set_params(alpha=good[0])
-    model.coef_, model.intercept_ = good[1], good[2]
+            good = alpha
+        if bad is not None:
+            bracket = (bad, good)
+            for _ in range(bisect):
+                if np.count_nonzero(best[1]) == n:
+                    break
+                alpha = np.sqrt(good * bad)
+                if cold(alpha) > n:
+                    bad = alpha
+                else:
+                    good = alpha
+            if probes > 0 and np.count_nonzero(best[1]) != n:
+                for alpha in np.geomspace(bracket[1], bracket[0], probes + 2)[1:-1]:
+                    if cold(alpha) == n:
+                        break
+    model = _lasso(best[0], max_iter, tol)
+    model.coef_, model.intercept_ = best[1], best[2]
     return model
 
 
@@ -402,6 +443,9 @@ class LassoCoreset:
     eps : float, default 1e-3
     bisect : int, default 20
         Bisection steps towards exactly ``n`` non-zero weights.
+    probes : int, default 32
+        Cold-start fits when bisection does not land on exactly ``n``
+        (:func:`lasso_coreset`).
 
     Attributes
     ----------
@@ -423,10 +467,12 @@ class LassoCoreset:
 
     name = "lasso"
 
-    def __init__(self, *, n_alphas: int = 60, eps: float = 1e-3, bisect: int = 20):
+    def __init__(self, *, n_alphas: int = 60, eps: float = 1e-3, bisect: int = 20,
+                 probes: int = 32):
         self.n_alphas = n_alphas
         self.eps = eps
         self.bisect = bisect
+        self.probes = probes
 
     @_single_blas_thread
     def fit(self, source, n: int, rng) -> LassoCoreset:
@@ -440,8 +486,11 @@ class LassoCoreset:
             raise ValueError(f"eps must be in (0, 1); got {self.eps!r}")
         if self.bisect < 0:
             raise ValueError(f"bisect must be >= 0; got {self.bisect!r}")
+        if self.probes < 0:
+            raise ValueError(f"probes must be >= 0; got {self.probes!r}")
         y = x.mean(axis=1)
-        model = lasso_coreset(x, y, n, n_alphas=self.n_alphas, eps=self.eps, bisect=self.bisect)
+        model = lasso_coreset(x, y, n, n_alphas=self.n_alphas, eps=self.eps, bisect=self.bisect,
+                              probes=self.probes)
         self.alpha_, self.coef_, self.intercept_ = model.alpha, model.coef_, float(model.intercept_)
         support = np.flatnonzero(self.coef_)
         fill = _fill_next_to_enter(x, y, self.coef_, self.intercept_, support, n)
@@ -540,20 +589,12 @@ def _double_optimize_runs(x, y, n, rng, train, steps, lr):
     -------
     selected : ndarray of int, shape (runs, n)
     theta : ndarray, shape (runs, n)
-    x_mean : ndarray, shape (runs, n)
-        Each run's training means of its questions (the centring).
-    y_mean : ndarray, shape (runs,)
     """
     runs, total = len(train), x.shape[1]
     weight = train / train.sum(axis=1, keepdims=True)  # each run's mean over its rows
-    col_mean = weight @ x  # (runs, N)
-    y_mean = weight @ y
     # The backward product reads all M x N scores every step; single precision
-    # halves that traffic, and Adam rescales the gradient anyway. Centring on
-    # all rows rather than on each run's own is exact: a run's residuals sum
-    # to zero over its rows (least squares on centred data), so any shift of
-    # the columns drops out of the product.
-    xc32 = (x - x.mean(axis=0)).astype(np.float32)
+    # halves that traffic, and Adam rescales the gradient anyway.
+    x32 = x.astype(np.float32)
     pi = rng.normal(scale=lr, size=(runs, total))
     theta = np.full((runs, total), 1.0 / n)
     opt_pi, opt_theta = _Adam(pi.shape, lr), _Adam(theta.shape, lr)
@@ -561,31 +602,30 @@ def _double_optimize_runs(x, y, n, rng, train, steps, lr):
     for _ in range(steps):
         on = _top_indices(pi, n)
         th = np.take_along_axis(theta, on, axis=1)
-        pred = np.einsum("kmn,kn->km", x[:, on].transpose(1, 0, 2)
-                         - np.take_along_axis(col_mean, on, axis=1)[:, None, :], th)
-        resid = 2.0 * weight * (pred - (y - y_mean[:, None]))  # d loss / d pred
+        pred = np.einsum("kmn,kn->km", x[:, on].transpose(1, 0, 2), th)
+        resid = 2.0 * weight * (pred - y)  # d loss / d pred
         # d loss / d (x_j * mask_j * theta_j) for every question j and run
-        back[:] = resid.astype(np.float32) @ xc32
+        back[:] = resid.astype(np.float32) @ x32
         grad.fill(0.0)
         np.put_along_axis(grad, on, np.take_along_axis(back, on, axis=1), axis=1)
+        back *= theta  # with theta before its step: one backward pass gives both gradients
         opt_theta.step(theta, grad)  # zero off the mask
-        back *= theta
         opt_pi.step(pi, back)  # straight-through: d mask / d pi := 1
     selected = np.sort(_top_indices(pi, n), axis=1)
-    return (selected, np.take_along_axis(theta, selected, axis=1),
-            np.take_along_axis(col_mean, selected, axis=1), y_mean)
+    return selected, np.take_along_axis(theta, selected, axis=1)
 
 
 def double_optimize(
     x: np.ndarray, y: np.ndarray, n: int, rng, *, steps: int = 1000, lr: float = 0.001
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Jointly learn a selection vector ``pi`` and weights ``theta`` (paper 002, eq. 18-19).
+    """Jointly learn a selection vector ``pi`` and weights ``theta`` (paper 002, eqs. 18-19).
 
     Minimizes ``mean_f ([x_f * TopMask(pi; n)]^T theta - y_f)^2`` with Adam on
     both. The gradient with respect to the mask is passed to ``pi`` unchanged
-    (straight-through). ``x`` and ``y`` are centred first, which profiles out
-    an intercept exactly. ``theta`` starts at ``1/n`` (the coreset's mean),
-    ``pi`` at ``N(0, lr^2)`` noise, so the first mask is a random coreset.
+    (straight-through). As in eq. 18 there is no intercept: the prediction
+    is a weighted sum of the coreset's raw scores. ``theta`` starts at ``1/n``
+    (the coreset's mean), ``pi`` at ``N(0, lr^2)`` noise, so the first mask is
+    a random coreset.
 
     Parameters
     ----------
@@ -602,18 +642,21 @@ def double_optimize(
     selected : ndarray of int, shape (n,)
         The final ``TopMask(pi; n)``'s questions, sorted.
     theta : ndarray, shape (n,)
-        Their learned weights, for scores centred on the column means of ``x``.
+        Their learned weights.
     """
     x = check_source(x)
     check_n(n, x.shape[1])
     train = np.ones((1, len(x)), bool)
-    selected, theta, _, _ = _double_optimize_runs(x, np.asarray(y, float), n, rng, train,
-                                                  steps, lr)
+    selected, theta = _double_optimize_runs(x, np.asarray(y, float), n, rng, train, steps, lr)
     return selected[0], theta[0]
 
 
 class DoubleOptimize:
     """Double-optimize: gradient descent on the coreset and the regression together.
+
+    The model of paper 002, eq. 18: ``h(f) = [s(f) * TopMask(pi; n)]^T theta``,
+    with no intercept (an intercept pulls predictions toward the source
+    models' mean, which costs most under extrapolation).
 
     Parameters
     ----------
@@ -626,7 +669,7 @@ class DoubleOptimize:
     ----------
     selected_ : ndarray of int, shape (n,)
     theta_ : ndarray, shape (n,)
-        Learned weights on the centred coreset scores.
+        Learned weights on the coreset's scores.
     sd_ : float
         Root-mean-square residual of 4-fold cross-validation of the whole
         procedure (coreset and weights learned again without the held-out
@@ -651,15 +694,12 @@ class DoubleOptimize:
         ids = np.unique(folds)
         # Run 0 fits all the models; run 1 + f leaves out fold f, for the error bar.
         train = np.vstack([np.ones(len(x), bool), folds[None, :] != ids[:, None]])
-        selected, theta, x_mean, y_mean = _double_optimize_runs(x, y, n, rng, train,
-                                                                self.steps, self.lr)
+        selected, theta = _double_optimize_runs(x, y, n, rng, train, self.steps, self.lr)
         self.selected_, self.theta_ = selected[0], theta[0]
-        self.x_mean_, self.y_mean_ = x_mean[0], float(y_mean[0])
         resid = np.empty(len(x))
         for k, f in enumerate(ids, start=1):
             test = folds == f
-            pred = (x[np.ix_(test, selected[k])] - x_mean[k]) @ theta[k] + y_mean[k]
-            resid[test] = y[test] - pred
+            resid[test] = y[test] - x[np.ix_(test, selected[k])] @ theta[k]
         self.sd_ = float(np.sqrt(np.mean(resid**2)))
         return self
 
@@ -667,7 +707,7 @@ class DoubleOptimize:
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
-        mean = (x - self.x_mean_) @ self.theta_ + self.y_mean_
+        mean = x @ self.theta_
         return mean, np.full(mean.shape, self.sd_)
 
 

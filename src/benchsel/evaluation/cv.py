@@ -188,7 +188,8 @@ def _fold_body(
         est = estimate_covariance(z_train, covariance)
     sigma, mean = est.covariance, est.mean
     calibrator = (GaussianCalibrator(z_train, covariance=covariance, ridge=ridge, clip=clip,
-                                     seed=[seed, fold.index]) if calibrate else None)
+                                     seed=[seed, fold.index], start=(mean, sigma))
+                  if calibrate else None)
     observed = ~np.isnan(z_val)
     k_top = min(k_max, cols.size - 1)
     if k_top < 1:

@@ -711,7 +711,8 @@ class GaussianModel:
         if self.calibration != "none" and self._calibrator is None:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
-                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage)
+                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage,
+                start=(self.estimate_.mean, self.estimate_.covariance))
         return self._per_pattern(
             self._z, z, lambda pattern: self._calibrator.calibration(pattern, level))
 
