@@ -67,3 +67,53 @@ def test_range_excess_equals_the_loop(m, n):
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(fast > 0, slow > 0)
     assert (fast > 0).any()
+
+
+def _soft_impute_by_full_svd(values, rank=2, max_iter=500, tol=1e-6):
+    """complete_svd's loop with a full SVD every iteration."""
+    from benchsel.prediction.completion import _finish, _Latent
+
+    lat = _Latent(values)
+    observed = ~np.isnan(lat.z)
+    filled = np.where(observed, lat.z, 0.0)
+    for _ in range(max_iter):
+        u, s, vt = np.linalg.svd(filled, full_matrices=False)
+        recon = (u[:, :rank] * s[:rank]) @ vt[:rank]
+        new = np.where(observed, lat.z, recon)
+        change = np.linalg.norm(new - filled) / max(np.linalg.norm(filled), 1e-12)
+        filled = new
+        if change < tol:
+            break
+    return _finish(values, lat.back(recon), lat.back(recon)).mean
+
+
+@pytest.mark.parametrize("board", ["merged", "mteb", "open_llm_v2"])
+def test_soft_impute_follows_the_full_svd(board):
+    from benchsel.datasets import load_dataset
+    from benchsel.prediction.completion import complete_svd
+
+    values = load_dataset(board).values
+    fast = complete_svd(values).mean
+    np.testing.assert_allclose(fast, _soft_impute_by_full_svd(values), rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(118, 114), (30, 80), (80, 30)])
+def test_top_subspace_equals_the_truncated_svd(shape):
+    from benchsel.prediction.completion import _TopSubspace
+
+    rng = np.random.default_rng(shape[0])
+    a = rng.normal(size=shape)
+    top = _TopSubspace(2)
+    for shrink in (0.0, 0.5):
+        for _ in range(3):  # the first call decomposes; later ones follow a drift
+            a = a + 0.01 * rng.normal(size=shape)
+            u, s, vt = np.linalg.svd(a, full_matrices=False)
+            want = (u[:, :2] * np.maximum(s[:2] - shrink, 0)) @ vt[:2]
+            np.testing.assert_allclose(top.part(a, shrink), want, atol=1e-8)
+    # Equal singular values at the cut: power steps cannot settle; the SVD answers.
+    q, _ = np.linalg.qr(rng.normal(size=(20, 20)))
+    tie = q @ np.diag([3.0, 2.0, 2.0] + [0.1] * 17) @ q.T
+    top.v = np.eye(20)[:, :2]
+    got = top.part(tie)
+    assert np.linalg.matrix_rank(got, tol=1e-8) == 2
+    np.testing.assert_allclose(np.linalg.svd(got, compute_uv=False)[:2], [3.0, 2.0])

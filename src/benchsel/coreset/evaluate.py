@@ -59,6 +59,7 @@ __all__ = [
     "evaluate_coresets",
     "model_split",
     "resolve_n",
+    "run_trial",
     "SPLITS",
 ]
 
@@ -167,9 +168,21 @@ def _stratified(score: np.ndarray, sources: int, rng, bins: int = 10):
     return chosen, np.setdiff1d(np.arange(len(score)), chosen)
 
 
-def _trial(values, split, sources, seed, trial, names, n, calibrate=True) -> dict:
-    """One split; every method fitted and scored on it. One BLAS thread, so trials
-    run in parallel do not fight over cores and results do not depend on ``jobs``."""
+def run_trial(values, split, sources, seed, trial, names, n, calibrate=True) -> dict:
+    """One trial's split, with every method fitted on its sources and predicting its targets.
+
+    One BLAS thread, so trials run in parallel do not fight over cores and
+    results do not depend on ``jobs``. Every method gets the same generator,
+    seeded ``[seed, trial, 1]``: the methods that draw random questions draw
+    the same ones.
+
+    Returns
+    -------
+    dict
+        ``"source"`` and ``"target"`` model indices, and per method name
+        ``(mean, sd, selected, fit_seconds, predict_seconds, raw_sd)`` (``sd``
+        calibrated when ``calibrate``, ``raw_sd`` the method's own).
+    """
     src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources)
     out = {"target": tgt, "source": src}
     with threadpool_limits(1):
@@ -264,7 +277,7 @@ def evaluate_coresets(
     results = []
     if n_jobs == 1 and backend is None:
         for t in range(trials):
-            results.append(_trial(*args, t, names, n, calibrate))
+            results.append(run_trial(*args, t, names, n, calibrate))
             if progress is not None:
                 progress(t + 1, trials)
     else:
@@ -272,7 +285,7 @@ def evaluate_coresets(
 
         with parallel_backend(backend or "loky", n_jobs=n_jobs):
             jobs = Parallel(return_as="generator")(
-                delayed(_trial)(*args, t, names, n, calibrate) for t in range(trials))
+                delayed(run_trial)(*args, t, names, n, calibrate) for t in range(trials))
             for result in jobs:
                 results.append(result)
                 if progress is not None:

@@ -1,0 +1,191 @@
+"""benchsel's question-level methods beside paper 002's own package, paired per trial.
+
+Both run on identical model splits (benchsel's :func:`model_split`, seeded
+``[seed, trial]``) and, for the methods that draw questions uniformly, on
+the identical draw (benchsel's, seeded ``[seed, trial, 1]``, handed to the
+peer). The peer runs in its own environment through ``peer_worker.py``::
+
+    python -m venv /tmp/peerenv && /tmp/peerenv/bin/pip install benchpred
+    python benchmarks/peer_compare.py --peer-python /tmp/peerenv/bin/python \\
+        [--files glue_rte,helm_math] [--splits interpolation,extrapolation] [--trials 10]
+
+Per file, split and method it prints the estimation gap (mean over trials
+of the mean |true - predicted| x 100), EGR against random sampling (%), the
+CPU seconds of fit + predict per trial, and, for the default, the paired
+difference of its gap to each peer method's (mean over trials and its
+standard error; negative: the default is better) and its calibrated 90%
+interval coverage. ``--json FILE`` writes every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchsel.coreset.evaluate import model_split, run_trial
+from benchsel.coreset.methods import DEFAULT_METHOD
+from benchsel.io import read_scores
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+WORKER = Path(__file__).resolve().parent / "peer_worker.py"
+
+#: Peer method -> benchsel's method of the same paper section.
+PEERS = {
+    "random_sampling": "random-sampling",
+    "random_sampling_and_learn": "random-sampling-learn",
+    "aipw": "aipw",
+    "pca": "pca",
+    "anchor_points_weighted": "anchor-points-weighted",
+    "anchor_points_predictor": "anchor-points-predictor",
+    "double_optimize": "double-optimize",
+    "lasso": "lasso",
+    "random_search_and_learn": "random-search-learn",
+}
+
+
+def _gap(truth: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.mean(np.abs(truth - pred)) * 100)
+
+
+def _benchsel(values, split, trials, seed, n, methods):
+    """Per method: predictions (trials x targets), CPU seconds, calibrated coverage."""
+    out = {m: {"mean": [], "seconds": [], "covered": []} for m in methods}
+    splits = []
+    for t in range(trials):
+        for name in methods:
+            start = time.process_time()
+            # Only the default's error bars are scored: the others skip the
+            # five calibration refits.
+            res = run_trial(values, split, None, seed, t, [name], n,
+                            calibrate=name == DEFAULT_METHOD)
+            out[name]["seconds"].append(time.process_time() - start)
+            mean, sd = res[name][0], res[name][1]
+            out[name]["mean"].append(mean)
+            if name == DEFAULT_METHOD and sd is not None:
+                truth = values[res["target"]].mean(axis=1)
+                out[name]["covered"].append(np.abs(truth - mean) <= 1.6448536269514722 * sd)
+            if name == "random-sampling":
+                draw = np.sort(res[name][2])
+        src, tgt = model_split(values, split, np.random.default_rng([seed, t]))
+        np.testing.assert_array_equal(res["target"], tgt)
+        splits.append((src, tgt, draw))
+    return out, splits
+
+
+def _peer(values, splits, n, seed, methods, search, python) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        job, result = Path(tmp) / "job.npz", Path(tmp) / "out.npz"
+        m = values.shape[0]
+        sources = np.array([np.isin(np.arange(m), s[0]) for s in splits])
+        targets = np.array([np.isin(np.arange(m), s[1]) for s in splits])
+        np.savez(job, values=values, n=n, methods=np.array(methods), sources=sources,
+                 targets=targets, draws=np.array([s[2] for s in splits]), seed=seed,
+                 search=search)
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1")
+        done = subprocess.run([python, str(WORKER), str(job), str(result)], env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"the peer worker failed:\n{done.stderr[-3000:]}")
+        data = np.load(result)
+        return {k: data[k] for k in data.files}
+
+
+def compare(path: Path, split: str, trials: int, seed: int, n: int, peers, search, python):
+    values = read_scores(path).values
+    ours = [DEFAULT_METHOD] + sorted({PEERS[p] for p in peers} | {"random-sampling"})
+    mine, splits = _benchsel(values, split, trials, seed, n, ours)
+    theirs = _peer(values, splits, n, seed, peers, search, python)
+    truths = [values[tgt].mean(axis=1) for _, tgt, _ in splits]
+    gaps = {f"benchsel {m}": np.array([_gap(t, p) for t, p in zip(truths, mine[m]["mean"])])
+            for m in ours}
+    gaps.update({f"benchpred {p}": np.array([_gap(t, row[~np.isnan(row)])
+                                             if np.isfinite(row).all() else np.nan
+                                             for t, row in zip(truths, theirs[f"{p}/mean"])])
+                 for p in peers})
+    seconds = {f"benchsel {m}": float(np.mean(mine[m]["seconds"])) for m in ours}
+    seconds.update({f"benchpred {p}": float(np.mean(theirs[f"{p}/seconds"])) for p in peers})
+    random_gap = gaps["benchsel random-sampling"].mean()
+    default = gaps[f"benchsel {DEFAULT_METHOD}"]
+    rows = []
+    for name, g in gaps.items():
+        diff = default - g
+        rows.append({
+            "method": name, "gap": float(g.mean()),
+            "egr": float((g.mean() - random_gap) / random_gap * 100),
+            "seconds": seconds[name],
+            "default_minus_this": float(diff.mean()),
+            "se": float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan"),
+        })
+    covered = np.concatenate(mine[DEFAULT_METHOD]["covered"]) if mine[DEFAULT_METHOD][
+        "covered"] else np.zeros(0)
+    best_peer = min((r for r in rows if r["method"].startswith("benchpred")),
+                    key=lambda r: r["gap"])
+    return {"file": path.stem, "split": split, "trials": trials, "n": n,
+            "coverage": float(covered.mean()) if covered.size else None,
+            "best_peer": best_peer["method"], "rows": rows}
+
+
+def _print(result: dict) -> None:
+    cov = result["coverage"]
+    print(f"\n{result['file']}, {result['split']} ({result['trials']} trials, n = {result['n']}; "
+          f"default's 90% coverage {'-' if cov is None else f'{100 * cov:.1f}%'})")
+    print(f"  {'method':<42}{'gap':>7}{'EGR %':>8}{'CPU s':>8}   default - this (SE)")
+    for r in sorted(result["rows"], key=lambda r: r["gap"]):
+        mark = " <- best peer" if r["method"] == result["best_peer"] else ""
+        print(f"  {r['method']:<42}{r['gap']:>7.2f}{r['egr']:>8.1f}{r['seconds']:>8.2f}"
+              f"   {r['default_minus_this']:+.2f} ({r['se']:.2f}){mark}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peer-python", required=True,
+                        help="python of an environment with benchpred installed")
+    parser.add_argument("--files", default=None,
+                        help="comma-separated names in shared/data/questions (default: all)")
+    parser.add_argument("--splits", default="interpolation,extrapolation")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--peers", default=",".join(p for p in PEERS
+                                                     if p != "random_search_and_learn"),
+                        help="benchpred methods (random_search_and_learn is slow: 10,000 "
+                             "ridge fits per trial unless --search is lowered)")
+    parser.add_argument("--search", type=int, default=10_000,
+                        help="random_search_and_learn's candidates (benchpred's default)")
+    parser.add_argument("--json", default=None, help="write every figure here")
+    args = parser.parse_args()
+    files = (sorted(SHARED.glob("*.npz")) if args.files is None
+             else [SHARED / f"{f}.npz" for f in args.files.split(",")])
+    peers = args.peers.split(",")
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown:
+        sys.exit(f"unknown peer methods {unknown}; choose from {', '.join(PEERS)}")
+    results = []
+    for path in files:
+        for split in args.splits.split(","):
+            start = time.perf_counter()
+            result = compare(path, split, args.trials, args.seed, args.n, peers, args.search,
+                             args.peer_python)
+            result["wall_seconds"] = time.perf_counter() - start
+            _print(result)
+            results.append(result)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1))
+    print("\nThe default against the best peer method (default - best; negative: default wins):")
+    for r in results:
+        best = next(x for x in r["rows"] if x["method"] == r["best_peer"])
+        print(f"  {r['file']:<24}{r['split']:<15}{best['default_minus_this']:+6.2f} "
+              f"({best['se']:.2f})  vs {r['best_peer'].split()[1]}")
+
+
+if __name__ == "__main__":
+    main()
