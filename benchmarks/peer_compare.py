@@ -7,7 +7,8 @@ peer). The peer runs in its own environment through ``peer_worker.py``::
 
     python -m venv /tmp/peerenv && /tmp/peerenv/bin/pip install benchpred
     python benchmarks/peer_compare.py --peer-python /tmp/peerenv/bin/python \\
-        [--files glue_rte,helm_math] [--splits interpolation,extrapolation] [--trials 10]
+        [--files glue_rte,helm_math] [--splits interpolation,extrapolation] [--trials 10] \\
+        [--cache /tmp/peer-cache] [--json results.json]
 
 Per file, split and method it prints the estimation gap (mean over trials
 of the mean |true - predicted| x 100), EGR against random sampling (%), the
@@ -20,6 +21,7 @@ interval coverage. ``--json FILE`` writes every figure.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -80,7 +82,16 @@ def _benchsel(values, split, trials, seed, n, methods):
     return out, splits
 
 
-def _peer(values, splits, n, seed, methods, search, python) -> dict:
+def _peer(values, splits, n, seed, methods, search, python, cache: Path | None) -> dict:
+    """The peer's predictions, from ``cache`` when this exact job ran before."""
+    key = hashlib.sha256()
+    for part in (values, np.array([np.concatenate(s) for s in splits]), n, seed,
+                 ",".join(methods), search):
+        key.update(np.ascontiguousarray(part).tobytes())
+    cached = cache / f"{key.hexdigest()[:24]}.npz" if cache is not None else None
+    if cached is not None and cached.exists():
+        data = np.load(cached)
+        return {k: data[k] for k in data.files}
     with tempfile.TemporaryDirectory() as tmp:
         job, result = Path(tmp) / "job.npz", Path(tmp) / "out.npz"
         m = values.shape[0]
@@ -96,14 +107,19 @@ def _peer(values, splits, n, seed, methods, search, python) -> dict:
         if done.returncode != 0:
             sys.exit(f"the peer worker failed:\n{done.stderr[-3000:]}")
         data = np.load(result)
-        return {k: data[k] for k in data.files}
+        out = {k: data[k] for k in data.files}
+    if cached is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez(cached, **out)
+    return out
 
 
-def compare(path: Path, split: str, trials: int, seed: int, n: int, peers, search, python):
+def compare(path: Path, split: str, trials: int, seed: int, n: int, peers, search, python,
+            cache=None):
     values = read_scores(path).values
     ours = [DEFAULT_METHOD] + sorted({PEERS[p] for p in peers} | {"random-sampling"})
     mine, splits = _benchsel(values, split, trials, seed, n, ours)
-    theirs = _peer(values, splits, n, seed, peers, search, python)
+    theirs = _peer(values, splits, n, seed, peers, search, python, cache)
     truths = [values[tgt].mean(axis=1) for _, tgt, _ in splits]
     gaps = {f"benchsel {m}": np.array([_gap(t, p) for t, p in zip(truths, mine[m]["mean"])])
             for m in ours}
@@ -162,6 +178,9 @@ def main() -> None:
     parser.add_argument("--search", type=int, default=10_000,
                         help="random_search_and_learn's candidates (benchpred's default)")
     parser.add_argument("--json", default=None, help="write every figure here")
+    parser.add_argument("--cache", default=None,
+                        help="keep the peer's predictions here and reuse them when the same "
+                             "job runs again (only benchsel's side is then recomputed)")
     args = parser.parse_args()
     files = (sorted(SHARED.glob("*.npz")) if args.files is None
              else [SHARED / f"{f}.npz" for f in args.files.split(",")])
@@ -174,7 +193,7 @@ def main() -> None:
         for split in args.splits.split(","):
             start = time.perf_counter()
             result = compare(path, split, args.trials, args.seed, args.n, peers, args.search,
-                             args.peer_python)
+                             args.peer_python, None if args.cache is None else Path(args.cache))
             result["wall_seconds"] = time.perf_counter() - start
             _print(result)
             results.append(result)
