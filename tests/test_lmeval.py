@@ -381,3 +381,23 @@ def test_sample_lines_are_read_without_their_prompts(tmp_path):
     [(line, obj)] = _read_jsonl(log)
     assert line == 1
     assert obj == {"doc_id": 3, "filter": "none", "metrics": ["acc"], "acc": 1.0, "note": "N/A"}
+
+
+def test_coreset_and_plan_read_logs_in_parallel_with_the_same_result(lm_eval_runs, capsys,
+                                                                      tmp_path):
+    runs, task = lm_eval_runs.runs, lm_eval_runs.leaf_tasks[0]
+    serial = cli_json(capsys, "coreset", runs, "--lm-eval-task", task, "-n", 5, "--json")
+    parallel = cli_json(capsys, "coreset", runs, "--lm-eval-task", task, "-n", 5, "--jobs", 2,
+                        "--json")
+    assert parallel["selected"] == serial["selected"]
+    plans = []
+    for extra in ([], ["--jobs", "2"]):
+        out = tmp_path / f"plan{len(extra)}.json"
+        assert main(["plan", str(runs), "--level", "questions", "--lm-eval-task", task,
+                     "-n", "5", "-o", str(out), *extra]) == 0
+        plans.append(json.loads(out.read_text()))
+    assert plans[0]["tasks"] == plans[1]["tasks"]
+    with pytest.raises(SystemExit) as stop:
+        main(["plan", str(runs), "-k", "1", "-o", str(tmp_path / "b.json"), "--jobs", "2"])
+    assert stop.value.code == 2
+    assert "--jobs belongs to --level questions" in capsys.readouterr().err

@@ -121,6 +121,15 @@ def _k_value(text: str):
     return "auto" if text == "auto" else _positive_int(text)
 
 
+def _add_log_readers(p) -> None:
+    """--jobs / --dask for reading a folder of lm-eval sample logs."""
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="lm-eval sample logs read in parallel (joblib; default 1)")
+    p.add_argument("--dask", metavar="SCHEDULER",
+                   help="read lm-eval sample logs on a dask.distributed cluster (scheduler "
+                   "address, or 'local'; needs benchsel[dask])")
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -202,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{', '.join(CORESET_METHODS)}")
     g.add_argument("--emit-lm-eval-samples", metavar="FILE",
                    help="also write lm-eval's --samples JSON: every planned task's doc ids")
+    _add_log_readers(g)
     _add_bounds(p)
 
     p = sub.add_parser("predict", help="predict a new model's unrun benchmarks (or full-task "
@@ -285,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit-lm-eval-samples", nargs=2, metavar=("TASK", "FILE"),
                    help="also write the selection as lm-eval's --samples JSON")
     p.add_argument("--seed", type=int, default=0, help="seed for the random questions")
+    _add_log_readers(p)
     _add_output(p)
 
     p = sub.add_parser("coreset-eval",

@@ -9,6 +9,7 @@ whole library; the parser in :mod:`benchsel.cli` imports none of it, so that
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -497,7 +498,8 @@ def cmd_plan(args) -> int:
     if args.level == "benchmarks":
         for flag, value in (("-n", args.n), ("--total", args.total),
                             ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
-                            ("--lm-eval-task", args.lm_eval_task)):
+                            ("--lm-eval-task", args.lm_eval_task), ("--dask", args.dask),
+                            ("--jobs", None if args.jobs == 1 else args.jobs)):
             if value is not None:
                 raise UsageError(f"{flag} belongs to --level questions")
         if args.method != "default":
@@ -530,7 +532,8 @@ def cmd_plan(args) -> int:
         if args.n is not None and args.total is not None:
             raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
-        sources, metrics, filters = _question_sources(args)
+        with _log_readers(args):
+            sources, metrics, filters = _question_sources(args)
         questions = dict(n=None if args.total is not None else (args.n or "50"),
                          total=args.total, method=args.method, seed=args.seed,
                          metrics=metrics, filters=filters, command=command)
@@ -910,6 +913,17 @@ def cmd_report(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _log_readers(args):
+    """The dask.distributed client of ``--dask`` while lm-eval sample logs are read, if any."""
+    client = _dask_client(getattr(args, "dask", None))
+    try:
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+
+
 def _dask_client(address: str | None):
     """A dask.distributed client for ``--dask`` (``local`` starts a local cluster)."""
     if address is None:
@@ -1090,7 +1104,8 @@ def cmd_coreset(args) -> int:
     from .coreset.evaluate import resolve_n
     from .coreset.methods import make_method
 
-    scores = _load(args).cleaned()
+    with _log_readers(args):
+        scores = _load(args).cleaned()
     if np.isnan(scores.values).any():
         rows = np.flatnonzero(np.isnan(scores.values).any(axis=1))
         raise ValueError(
