@@ -325,18 +325,19 @@ def lasso_coreset(
     weights are then not unique (its fitted values are): the number of
     non-zero weights coordinate descent returns depends on where it starts,
     and is far from monotone in the penalty (on one real split it runs 44,
-    56, 53, 51, 46, 50, 49 over a 0.5% change of the penalty). So the count
-    is always taken from a fit that starts at zero, a function of the
-    penalty alone, and the search is:
+    56, 53, 51, 46, 50, 49 over a 0.5% change of the penalty). So the penalty
+    is searched for in two passes:
 
     1. walk the penalty down a geometric grid from ``alpha_max`` (where
-       every weight is zero) to ``eps * alpha_max``, warm-starting each fit
-       (cheap), to the first point whose support exceeds ``n``;
-    2. from two grid points above it (further up while the support
-       there exceeds ``n``), walk down again with cold fits to the first
-       whose support exceeds ``n`` (the bracket);
-    3. bisect the bracket (in log scale) with cold fits, stopping at exactly
-       ``n`` non-zeros;
+       every weight is zero) to ``eps * alpha_max``, warm-starting each fit,
+       to the first point whose support exceeds ``n``, then bisect (in log
+       scale) from there with warm starts, stopping at exactly ``n``: cheap,
+       and enough wherever the solution is unique;
+    2. if that missed ``n``, take counts from fits that start at zero (a
+       function of the penalty alone): from two grid points above the first
+       pass's crossing (further up while the support there exceeds ``n``)
+       walk down to the first point whose support exceeds ``n``;
+    3. bisect that bracket with cold fits, stopping at exactly ``n``;
     4. if bisection closed in on a jump past ``n``, fit ``probes``
        penalties spread over the bracket and keep the largest with exactly
        ``n``.
@@ -372,49 +373,74 @@ def lasso_coreset(
     grid = alpha_max * np.logspace(0, np.log10(eps), n_alphas)
     best = (alpha_max, np.zeros(x.shape[1]), float(y.mean()))  # the most non-zeros <= n
 
-    def cold(alpha):
-        """Fit from zero at ``alpha``; keep it if it is the best so far; its count."""
+    def fit(alpha, start=None):
+        """Fit at ``alpha`` from ``start`` (coef, intercept) or from zero; keep the best; count."""
         nonlocal best
-        fit = _lasso(alpha, max_iter, tol).fit(x, y)
-        count = np.count_nonzero(fit.coef_)
+        model = _lasso(alpha, max_iter, tol)
+        if start is not None:
+            model.coef_, model.intercept_ = start[0].copy(), start[1]
+        model.fit(x, y)
+        count = np.count_nonzero(model.coef_)
         have = np.count_nonzero(best[1])
         if count <= n and (count > have or (count == have and alpha > best[0])):
-            best = (alpha, fit.coef_.copy(), float(fit.intercept_))
-        return count
+            best = (alpha, model.coef_.copy(), float(model.intercept_))
+        return count, (model.coef_, float(model.intercept_))
+
+    def found() -> bool:
+        return np.count_nonzero(best[1]) == n
 
     # Points on the way to the chosen penalty needn't be exact: their
     # convergence warnings are noise.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        walk = _lasso(alpha_max, max_iter, tol)
-        start = len(grid) - 1
+        # 1. Warm starts all the way: cheap, and exact wherever the solution is unique.
+        state, start, bad = None, len(grid) - 1, None
         for i, alpha in enumerate(grid[1:], start=1):
-            if np.count_nonzero(walk.set_params(alpha=alpha).fit(x, y).coef_) > n:
-                start = i
+            count, next_state = fit(alpha, state)
+            if count > n:
+                start, bad = i, alpha
                 break
+            state, good = next_state, alpha
+        if bad is not None and state is not None:
+            for _ in range(bisect):
+                if found():
+                    break
+                alpha = np.sqrt(good * bad)
+                count, next_state = fit(alpha, state)
+                if count > n:
+                    bad = alpha
+                else:
+                    state, good = next_state, alpha
+        if found():
+            return _as_model(best, max_iter, tol)
+        # 2-4. Counts from cold starts: walk, bisect, probe.
         i = max(start - 2, 1)
-        while i > 0 and cold(grid[i]) > n:  # the cold count can exceed n earlier
+        while i > 0 and fit(grid[i])[0] > n:  # the cold count can exceed n earlier
             i -= 1
         good, bad = grid[i], None
         for alpha in grid[i + 1:]:
-            if cold(alpha) > n:
+            if fit(alpha)[0] > n:
                 bad = alpha
                 break
             good = alpha
         if bad is not None:
             bracket = (bad, good)
             for _ in range(bisect):
-                if np.count_nonzero(best[1]) == n:
+                if found():
                     break
                 alpha = np.sqrt(good * bad)
-                if cold(alpha) > n:
+                if fit(alpha)[0] > n:
                     bad = alpha
                 else:
                     good = alpha
-            if probes > 0 and np.count_nonzero(best[1]) != n:
+            if probes > 0 and not found():
                 for alpha in np.geomspace(bracket[1], bracket[0], probes + 2)[1:-1]:
-                    if cold(alpha) == n:
+                    if fit(alpha)[0] == n:
                         break
+    return _as_model(best, max_iter, tol)
+
+
+def _as_model(best, max_iter: int, tol: float) -> Lasso:
     model = _lasso(best[0], max_iter, tol)
     model.coef_, model.intercept_ = best[1], best[2]
     return model
