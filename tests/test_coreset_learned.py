@@ -277,20 +277,23 @@ def test_batched_double_optimize_runs_are_independent_runs():
     sel, theta = _double_optimize_runs(x, y, 6, np.random.default_rng(3), train, steps=60,
                                        lr=0.001)
     rng = np.random.default_rng(3)
-    s0, t0 = double_optimize(x, y, 6, rng, steps=60, lr=0.001)
+    s0, t0 = double_optimize(x, y, 6, rng, steps=60, lr=0.001, holdout=0)
     np.testing.assert_array_equal(sel[0], s0)
     np.testing.assert_allclose(theta[0], t0, rtol=1e-4)
     # The second run drew its start after the first's: replay that on the 22 rows.
-    s1, t1 = double_optimize(x[8:], y[8:], 6, rng, steps=60, lr=0.001)
+    s1, t1 = double_optimize(x[8:], y[8:], 6, rng, steps=60, lr=0.001, holdout=0)
     np.testing.assert_array_equal(sel[1], s1)
     np.testing.assert_allclose(theta[1], t1, rtol=1e-4)
 
 
-def eq19_by_hand(x, y, n, rng, steps, lr):
-    """Paper 002, eqs. 18-19 written out: the loss ``mean_f ((x_f * mask)^T theta - y_f)^2``,
-    its gradients from one forward pass (straight-through for the mask), and Adam with
-    PyTorch's defaults on ``pi`` and ``theta``."""
-    m, total = x.shape
+def eq19_by_hand(x, y, n, rng, steps, lr, held=None):
+    """Paper 002, eqs. 18-19 written out: the loss ``mean_f ((x_f * mask)^T theta - y_f)^2``
+    over the fitted rows, its gradients from one forward pass (straight-through for the
+    mask), and Adam with PyTorch's defaults on ``pi`` and ``theta``. With ``held`` rows,
+    the step whose mask and weights have the lowest squared error on them is returned."""
+    fit = np.ones(len(x), bool) if held is None else ~held
+    xf, yf, m = x[fit], y[fit], fit.sum()
+    total = x.shape[1]
     pi, theta = rng.normal(scale=lr, size=total), np.full(total, 1.0 / n)
     moments = {"pi": [np.zeros(total), np.zeros(total)],
                "theta": [np.zeros(total), np.zeros(total)]}
@@ -301,12 +304,19 @@ def eq19_by_hand(x, y, n, rng, steps, lr):
         second[:] = 0.999 * second + 0.001 * grad**2
         return param - lr * (first / (1 - 0.9**t)) / (np.sqrt(second / (1 - 0.999**t)) + 1e-8)
 
+    history = []
     for t in range(1, steps + 1):
         mask = top_mask(pi, n)
-        residual = (x * mask) @ theta - y  # no intercept (eq. 18)
-        d_theta = 2.0 / m * (x * mask).T @ residual
-        d_mask = 2.0 / m * (x.T @ residual) * theta
+        if held is not None:
+            error = np.mean(((x[held] * mask) @ theta - y[held]) ** 2)
+            history.append((error, np.flatnonzero(mask), theta[mask == 1]))
+        residual = (xf * mask) @ theta - yf  # no intercept (eq. 18)
+        d_theta = 2.0 / m * (xf * mask).T @ residual
+        d_mask = 2.0 / m * (xf.T @ residual) * theta
         theta, pi = adam("theta", theta, d_theta, t), adam("pi", pi, d_mask, t)
+    if held is not None:
+        _, selected, weights = min(history, key=lambda h: h[0])
+        return selected, weights
     selected = np.sort(np.flatnonzero(top_mask(pi, n)))
     return selected, theta[selected]
 
@@ -316,13 +326,27 @@ def test_double_optimize_is_eq_19_with_no_intercept():
     y = x.mean(axis=1)
     # Ten steps, over which the mask changes several times; longer runs part ways at
     # near-ties of pi, as the backward product is taken in single precision.
-    selected, theta = double_optimize(x, y, 5, np.random.default_rng(4), steps=10, lr=0.01)
+    selected, theta = double_optimize(x, y, 5, np.random.default_rng(4), steps=10, lr=0.01,
+                                      holdout=0)
     want_selected, want_theta = eq19_by_hand(x, y, 5, np.random.default_rng(4), 10, 0.01)
     np.testing.assert_array_equal(selected, want_selected)
     np.testing.assert_allclose(theta, want_theta, rtol=1e-4, atol=1e-6)
     method = DoubleOptimize(steps=40, lr=0.01).fit(x, 5, np.random.default_rng(0))
     mean, _ = method.predict(np.zeros((1, 5)))
     assert mean[0] == 0.0  # no intercept: a model that answers nothing right scores 0
+
+
+def test_double_optimize_stops_at_the_step_best_on_held_out_rows():
+    x = irt_scores(m=40, n=30, seed=3)
+    y = x.mean(axis=1)
+    held = np.zeros(40, bool)
+    held[::5] = True
+    selected, theta = _double_optimize_runs(x, y, 5, np.random.default_rng(6), ~held[None],
+                                            steps=12, lr=0.01, validation=held[None])
+    want_selected, want_theta = eq19_by_hand(x, y, 5, np.random.default_rng(6), 12, 0.01,
+                                             held=held)
+    np.testing.assert_array_equal(selected[0], want_selected)
+    np.testing.assert_allclose(theta[0], want_theta, rtol=1e-4, atol=1e-6)
 
 
 # ---------------------------------------------------------------- PCA imputation
