@@ -224,10 +224,11 @@ def em_covariance(
         ``tol``; ``False`` stops on the covariance change alone (after at
         least two iterations), as the paper's published code does.
     start : (mean, covariance), optional
-        Where EM starts instead of the pairwise estimate: a fit of nearly the
-        same data (a subset's fit started from the whole set's converges in a
-        few iterations). EM converges to the same fixed point from either
-        start, to within ``tol``.
+        Where EM starts instead of the pairwise estimate, e.g. the fit of a
+        superset of the rows: a subset's fit started there takes about a
+        third fewer iterations. The fixed point is the same; where EM stops
+        differs a little (on a 3,000 x 100 board, 30% observed, the two
+        stopped estimates differed by up to 1e-3 in standardized units).
 
     Returns
     -------
