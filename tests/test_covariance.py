@@ -76,6 +76,25 @@ def test_accelerated_em_reaches_the_plain_em_fixed_point_in_fewer_steps(shrink):
         assert np.all(np.diff(fast.log_likelihood) >= -1e-8 * np.abs(fast.log_likelihood[1:]))
 
 
+def test_a_warm_start_reaches_the_same_fixed_point():
+    """A subset's fit started from the whole set's fit (the calibration splits)."""
+    rng = np.random.default_rng(11)
+    sigma = true_cov(12, rng)
+    x = rng.multivariate_normal(np.zeros(12), sigma, size=400)
+    x[rng.random(x.shape) < 0.3] = np.nan
+    full = em_covariance(x, floor=1e-6, tol=1e-10, max_iter=5000)
+    opts = dict(floor=1e-6, tol=1e-10, max_iter=5000, accelerate=False)
+    cold = em_covariance(x[:300], **opts)
+    warm = em_covariance(x[:300], start=(full.mean, full.covariance), **opts)
+    assert cold.converged and warm.converged
+    np.testing.assert_allclose(warm.covariance, cold.covariance, atol=1e-6)
+    np.testing.assert_allclose(warm.mean, cold.mean, atol=1e-6)
+    with pytest.raises(ValueError, match="start must be a mean of shape"):
+        em_covariance(x, start=(full.mean[:3], full.covariance))
+    with pytest.raises(ValueError, match="start must be finite"):
+        em_covariance(x, start=(full.mean * np.nan, full.covariance))
+
+
 def test_em_on_complete_data_is_the_sample_covariance():
     """No missing cells: EM's fixed point is the ML covariance (ddof=0) after one step."""
     rng = np.random.default_rng(2)

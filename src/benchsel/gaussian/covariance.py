@@ -225,10 +225,12 @@ def em_covariance(
         least two iterations), as the paper's published code does.
     start : (mean, covariance), optional
         Where EM starts instead of the pairwise estimate, e.g. the fit of a
-        superset of the rows: a subset's fit started there takes about a
-        third fewer iterations. The fixed point is the same; where EM stops
-        differs a little (on a 3,000 x 100 board, 30% observed, the two
-        stopped estimates differed by up to 1e-3 in standardized units).
+        superset of the rows. The fixed point is the same; the number of
+        iterations and where EM stops are not. On a generated 3,000 x 100
+        board, 30% observed, fits of the calibration splits took 10-13
+        iterations instead of 16-19 and stopped within 1e-3 (standardized
+        units) of the cold fits; on denser data the pairwise start can be
+        as close, and a warm start need not save any.
 
     Returns
     -------
