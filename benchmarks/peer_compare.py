@@ -15,7 +15,9 @@ of the mean |true - predicted| x 100), EGR against random sampling (%), the
 CPU seconds of fit + predict per trial, and, for the default, the paired
 difference of its gap to each peer method's (mean over trials and its
 standard error; negative: the default is better) and its calibrated 90%
-interval coverage. ``--json FILE`` writes every figure.
+interval coverage; at the end, Markdown tables of the default against the best
+peer method per file and split, and of each method pair averaged over the
+files. ``--json FILE`` writes every figure.
 """
 
 from __future__ import annotations
@@ -199,11 +201,41 @@ def main() -> None:
             results.append(result)
             if args.json:
                 Path(args.json).write_text(json.dumps(results, indent=1))
-    print("\nThe default against the best peer method (default - best; negative: default wins):")
+    _summary(results, peers)
+
+
+def _summary(results: list, peers) -> None:
+    """Markdown: the default against the best peer per file and split, then each method
+    pair's gap (ours, the peer's) averaged over the files."""
+    print("\n| file | split | default gap | best benchpred method | its gap "
+          "| default − best (SE) | default cov90 % |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
-        best = next(x for x in r["rows"] if x["method"] == r["best_peer"])
-        print(f"  {r['file']:<24}{r['split']:<15}{best['default_minus_this']:+6.2f} "
-              f"({best['se']:.2f})  vs {r['best_peer'].split()[1]}")
+        rows = {x["method"]: x for x in r["rows"]}
+        best = rows[r["best_peer"]]
+        cov = "-" if r["coverage"] is None else f"{100 * r['coverage']:.1f}"
+        print(f"| {r['file']} | {r['split']} | {rows[f'benchsel {DEFAULT_METHOD}']['gap']:.2f} "
+              f"| {r['best_peer'].split()[1]} | {best['gap']:.2f} "
+              f"| {best['default_minus_this']:+.2f} ({best['se']:.2f}) | {cov} |")
+    for split in dict.fromkeys(r["split"] for r in results):
+        chosen = [r for r in results if r["split"] == split]
+        print(f"\n{split}: mean gap over {len(chosen)} files (benchsel / benchpred; CPU s "
+              "per trial)\n")
+        print("| method | benchsel | benchpred | benchsel CPU s | benchpred CPU s |")
+        print("|---|---|---|---|---|")
+        for peer in peers:
+            ours, theirs = f"benchsel {PEERS[peer]}", f"benchpred {peer}"
+            print(f"| {PEERS[peer]} / {peer} | {_mean(chosen, 'gap', ours):.2f} | "
+                  f"{_mean(chosen, 'gap', theirs):.2f} | {_mean(chosen, 'seconds', ours):.2f} | "
+                  f"{_mean(chosen, 'seconds', theirs):.2f} |")
+        default = f"benchsel {DEFAULT_METHOD}"
+        print(f"| {DEFAULT_METHOD} (default) | {_mean(chosen, 'gap', default):.2f} | "
+              f"| {_mean(chosen, 'seconds', default):.2f} | |")
+
+
+def _mean(results: list, key: str, method: str) -> float:
+    return float(np.mean([next(x[key] for x in r["rows"] if x["method"] == method)
+                          for r in results]))
 
 
 if __name__ == "__main__":
