@@ -32,9 +32,10 @@ plain functions beside them.
   the step with the lowest error on 20% of the sources held out
   (early stopping, as in the authors' code). The step size was set on the
   interpolation splits of glue_mrpc, helm_gsm8k, helm_math and
-  openllm_arc_challenge (5 trials, n = 50): mean gap 3.52 points at 0.001,
-  3.92 at 0.0003, 3.87 at 0.003; without early stopping the best was 4.84
-  (at 0.0003).
+  openllm_arc_challenge (5 trials, n = 50; ``python
+  benchmarks/learned_checks.py --double-optimize``): mean gap 3.52 points
+  at 0.001, 3.92 at 0.0003, 3.86 at 0.003; without early stopping the best
+  was 4.83 (at 0.0003).
 * ``pca`` -- random questions; the target models' unrun questions are imputed
   by iterative rank-``k`` PCA (paper 002, Algorithm 1) with ``k`` chosen by
   cross-validation over ``{2, 5, 10, 20}``; the prediction is the mean of the
@@ -377,12 +378,12 @@ def lasso_coreset(
     grid = alpha_max * np.logspace(0, np.log10(eps), n_alphas)
     best = (alpha_max, np.zeros(x.shape[1]), float(y.mean()))  # the most non-zeros <= n
 
-    def fit(alpha, start=None):
-        """Fit at ``alpha`` from ``start`` (coef, intercept) or from zero; keep the best; count."""
+    def fit(alpha, init=None):
+        """Fit at ``alpha`` from ``init`` (coef, intercept) or from zero; keep the best; count."""
         nonlocal best
         model = _lasso(alpha, max_iter, tol)
-        if start is not None:
-            model.coef_, model.intercept_ = start[0].copy(), start[1]
+        if init is not None:
+            model.coef_, model.intercept_ = init[0].copy(), init[1]
         model.fit(x, y)
         count = np.count_nonzero(model.coef_)
         have = np.count_nonzero(best[1])
