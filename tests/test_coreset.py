@@ -198,7 +198,7 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
     a = method.selected_
     mean, sd = method.predict(x[strong][:, a])
     dr_mean, dr_sd = aipw_estimate(lowrank_question_features(x[weak]), a, x[strong][:, a],
-                                   method.question_sd_)
+                                   method.question_sd_, method.weights_)
     assert method.outside_.all()  # every strong model beyond the weak sources
     np.testing.assert_allclose(mean, dr_mean)
     np.testing.assert_allclose(sd, dr_sd)
@@ -213,7 +213,7 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
         KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
                     coef0=1).fit(x[src][:, a], x[src].mean(1)).predict(rows),
         LowRankGaussian().fit(x[src]).predict_mean(rows, a)[0],
-        aipw_estimate(x[src].T, a, rows, method.question_sd_)[0],
+        aipw_estimate(x[src].T, a, rows, method.question_sd_, method.weights_)[0],
     ]
     np.testing.assert_allclose(mean, np.mean(parts, axis=0))
 
@@ -245,3 +245,62 @@ def test_coreset_eval_on_dask_gives_the_serial_result():
                                   dashboard_address=None) as cluster, distributed.Client(cluster):
         on_dask = evaluate_coresets(scores, n_jobs=-1, backend="dask", **opts)
     assert [r.gap for r in on_dask.rows] == [r.gap for r in serial.rows]
+
+
+def test_difficulty_strata_are_consecutive_near_equal_groups_by_source_difficulty():
+    from benchsel.coreset._base import difficulty_strata
+
+    x = irt_scores(m=40, n=103, seed=3)
+    strata = difficulty_strata(x, 10)
+    sizes = np.bincount(strata, minlength=10)
+    assert sizes.sum() == 103 and sizes.max() - sizes.min() <= 1
+    # Every question of a stratum is at least as hard for the sources as every
+    # question of the next one (ties broken by question index).
+    p = x.mean(axis=0)
+    for h in range(9):
+        assert p[strata == h].max() <= p[strata == h + 1].min()
+    np.testing.assert_array_equal(strata, difficulty_strata(x, 10))
+
+
+def test_stratified_draw_is_design_unbiased():
+    """One question per stratum, each equally likely within it, weighted by stratum share."""
+    from benchsel.coreset._base import RandomQuestions, difficulty_strata
+
+    x = irt_scores(m=40, n=53, seed=5)
+    n = 8
+    strata = difficulty_strata(x, n)
+    sizes = np.bincount(strata, minlength=n)
+    rng = np.random.default_rng(0)
+    draws = 20_000
+    hits = np.zeros(x.shape[1])
+    class Stratified(RandomQuestions):
+        draw = "stratified"
+
+    assert make_method("guarded-ensemble").draw == "stratified"
+    for _ in range(draws):
+        method = Stratified().fit(x, n, rng)
+        assert np.array_equal(np.sort(strata[method.selected_]), np.arange(n))
+        np.testing.assert_allclose(method.weights_, sizes[strata[method.selected_]] / x.shape[1])
+        hits[method.selected_] += 1
+    # Inclusion probability 1 / (stratum size) for every question, so
+    # E[weights @ y] = sum_h (N_h / N) mean_h(y) = mean(y) for any scores y.
+    expected = draws / sizes[strata]
+    assert np.all(np.abs(hits - expected) < 5 * np.sqrt(expected))
+
+
+def test_aipw_with_uniform_weights_is_eq_3():
+    """The difference-estimator form equals Zhang et al.'s eq. 3 as written."""
+    from sklearn.linear_model import RidgeCV
+
+    from benchsel.coreset._base import ALPHAS
+    from benchsel.coreset.methods import aipw_estimate
+
+    x = irt_scores(m=50, n=200, seed=8)
+    a = np.sort(np.random.default_rng(2).choice(200, 30, replace=False))
+    rows = x[40:][:, a]
+    mean, _ = aipw_estimate(x[:40].T, a, rows, 0.5)
+    rest = np.setdiff1d(np.arange(200), a)
+    for row, got in zip(rows, mean):
+        pred = RidgeCV(alphas=ALPHAS).fit(x[:40].T[a], row).predict(x[:40].T)
+        eq3 = row.mean() + (pred[rest].mean() - pred[a].mean()) / (1 + 30 / (200 - 30))
+        assert got == pytest.approx(eq3, abs=1e-12)

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ALPHAS", "RandomQuestions", "check_n", "check_selected", "check_source", "fpc"]
+__all__ = ["ALPHAS", "DRAWS", "RandomQuestions", "check_n", "check_selected", "check_source",
+           "difficulty_strata", "fpc"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
+#: How a :class:`RandomQuestions` method draws its questions.
+DRAWS = ("uniform", "stratified")
 
 
 def fpc(n: int, total: int) -> float:
@@ -74,13 +77,53 @@ def check_selected(x_selected, n: int, *, unit_interval: bool = False) -> np.nda
     return x
 
 
+def difficulty_strata(source: np.ndarray, n: int) -> np.ndarray:
+    """Stratum (0 .. n-1) of each question: ``n`` near-equal groups by source difficulty.
+
+    Questions are ordered by their mean score over the source models (ties by
+    question index, so the strata are a fixed function of the source scores)
+    and cut into ``n`` consecutive groups whose sizes differ by at most one.
+    """
+    total = source.shape[1]
+    check_n(n, total)
+    order = np.argsort(source.mean(axis=0), kind="stable")
+    strata = np.empty(total, dtype=np.intp)
+    strata[order] = np.arange(total) * n // total
+    return strata
+
+
 class RandomQuestions:
-    """Shared part of the methods that sample questions uniformly at random."""
+    """Shared part of the methods that sample questions at random.
+
+    ``draw = "uniform"`` takes ``n`` questions uniformly without replacement;
+    ``"stratified"`` takes one uniformly from each of the ``n``
+    :func:`difficulty_strata`. Either way ``weights_`` holds each selected
+    question's design weight (its stratum's share of the questions; ``1/n``
+    for a uniform draw), so that ``weights_ @ y`` is the design-unbiased
+    estimate of a model's full-benchmark mean from its scores ``y`` on
+    ``selected_``.
+    """
+
+    draw = "uniform"
 
     def fit(self, source: np.ndarray, n: int, rng) -> RandomQuestions:
         self.n_questions = source.shape[1]
         check_n(n, self.n_questions)
-        self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+        if self.draw == "uniform":
+            self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+            self.weights_ = np.full(n, 1.0 / n)
+        elif self.draw == "stratified":
+            strata = difficulty_strata(source, n)
+            sizes = np.bincount(strata, minlength=n)
+            # Stratum h's questions sit at starts[h] .. starts[h] + sizes[h] in this order.
+            by_stratum = np.argsort(strata, kind="stable")
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            picked = by_stratum[starts + (rng.random(n) * sizes).astype(np.intp)]
+            order = np.argsort(picked)
+            self.selected_ = picked[order]
+            self.weights_ = sizes[order] / self.n_questions
+        else:
+            raise ValueError(f"draw must be one of {', '.join(DRAWS)}; got {self.draw!r}")
         # A model's spread over questions, typical of the source models: the
         # sampling SD a single run question cannot estimate for itself.
         self.question_sd_ = (float(np.median(source.std(axis=1, ddof=1)))

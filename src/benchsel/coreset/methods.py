@@ -20,7 +20,8 @@ full-benchmark means (and standard deviations where the method has them).
 * ``gaussian-dr`` -- random questions, the low-rank Gaussian's prediction of
   the unrun questions, debiased by the mean leave-one-out residual on the run
   ones (consistent like AIPW; design-based standard error).
-* ``guarded-ensemble`` (the default) -- random questions; the mean of three
+* ``guarded-ensemble`` (the default) -- random questions, one from each of
+  ``n`` strata of near-equal size by source difficulty; the mean of three
   predictions (degree-2 polynomial kernel ridge from the run questions to
   the mean, as in Bowyer et al.'s "++"; the low-rank Gaussian's conditional
   mean; aipw), unless AIPW with question features that extrapolate (logit
@@ -69,45 +70,53 @@ class RandomSamplingLearn(RandomQuestions):
 
 
 def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
-                  fallback_sd: float):
+                  fallback_sd: float, weights: np.ndarray | None = None):
     """Zhang et al. (2025) eq. 3 for each row of ``rows`` (scores on ``selected``).
 
     Per target model, a ridge regression (alpha by leave-one-out over
     :data:`ALPHAS`) predicts its score on a question from that question's
     ``features``; fitted on the sampled questions, it corrects the sample mean
     by the predicted difference between the unsampled and sampled questions.
-    The standard error uses the ridge's leave-one-out residuals: in-sample
-    ones would understate it.
+    Written as a difference estimator, ``mean(pred over all questions) +
+    sum_i w_i (y_i - pred_i)`` over the sampled questions, which is eq. 3 for
+    uniform weights ``w_i = 1/n`` and stays design-unbiased for a stratified
+    draw with its design weights. The standard error uses the ridge's
+    leave-one-out residuals (in-sample ones would understate it) in the
+    formula for a uniform draw; for a draw stratified by difficulty that is
+    conservative, since the strata only remove variance between them.
 
     Parameters
     ----------
     features : ndarray (N, p)
         One row per question.
     selected : ndarray of int (n,)
-        The uniformly random sampled questions.
+        The sampled questions.
     rows : ndarray (R, n)
         Target models' scores on them.
     fallback_sd : float
         A model's spread over questions, for fewer than three run questions:
         too few to fit the ridge and its leave-one-out error, so the estimate
-        is design-based (their mean), with this spread when only one was run.
+        is design-based (their weighted mean), with this spread when only one
+        was run.
+    weights : ndarray (n,), optional
+        Design weights of the sampled questions (summing to 1); uniform by
+        default.
 
     Returns
     -------
     mean, sd : ndarray (R,)
     """
     total, n = features.shape[0], len(selected)
+    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=float)
     if n < 3:
         spread = rows.std(axis=1, ddof=1) if n > 1 else np.full(len(rows), fallback_sd)
-        return rows.mean(axis=1), spread / np.sqrt(n) * fpc(n, total)
-    rest = np.setdiff1d(np.arange(total), selected)
+        return rows @ w, spread / np.sqrt(n) * fpc(n, total)
     means, sds = [], []
     for row in rows:
         ridge = RidgeCV(alphas=ALPHAS, store_cv_results=True)
         ridge.fit(features[selected], row)
         pred = ridge.predict(features)
-        correction = pred[rest].mean() - pred[selected].mean()
-        means.append(row.mean() + correction / (1 + n / (total - n)))
+        means.append(pred.mean() + (row - pred[selected]) @ w)
         loo_sq = ridge.cv_results_[:, list(ALPHAS).index(ridge.alpha_)]
         sds.append(np.sqrt(loo_sq.mean() * n / (n - 1)) / np.sqrt(n) * fpc(n, total))
     return np.array(means), np.array(sds)
@@ -178,9 +187,15 @@ class GaussianDR(RandomQuestions):
 
 
 class GuardedEnsemble(RandomQuestions):
-    """Model-based prediction where the sources support it, design-based beyond them."""
+    """Model-based prediction where the sources support it, design-based beyond them.
+
+    Its questions are drawn one per difficulty stratum (see
+    :class:`~benchsel.coreset._base.RandomQuestions`), which lowers the
+    variance of the design-based estimate without giving up its consistency.
+    """
 
     name = "guarded-ensemble"
+    draw = "stratified"
 
     def _fit(self, source: np.ndarray) -> None:
         self.kernel_ = kernel_ridge_loo(source[:, self.selected_], source.mean(axis=1),
@@ -192,15 +207,15 @@ class GuardedEnsemble(RandomQuestions):
         self.range_ = (means.min(), means.max())
 
     def predict(self, x_selected: np.ndarray):
-        a = self.selected_
+        a, w = self.selected_, self.weights_
         parts = [
             (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
             self.gaussian_.predict_mean(x_selected, a),
-            aipw_estimate(self.raw_features_, a, x_selected, self.question_sd_),
+            aipw_estimate(self.raw_features_, a, x_selected, self.question_sd_, w),
         ]
         model_mean = np.mean([m for m, _ in parts], axis=0)
         model_sd = np.max([sd for _, sd in parts], axis=0)
-        dr_mean, dr_sd = aipw_estimate(self.features_, a, x_selected, self.question_sd_)
+        dr_mean, dr_sd = aipw_estimate(self.features_, a, x_selected, self.question_sd_, w)
         # The learned parts regress toward the sources: a model whose consistent
         # estimate lies outside the sources' range would be pulled back into it.
         outside = (dr_mean < self.range_[0]) | (dr_mean > self.range_[1])
