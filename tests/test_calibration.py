@@ -92,6 +92,43 @@ def test_outside_range_matches_row_by_row_reference():
         assert got[r] == (s > max(strengths) or s < min(strengths))
 
 
+def test_signed_excess_is_the_excess_with_the_side_it_lies_on():
+    from benchsel.calibration import range_excess
+
+    rng = np.random.default_rng(5)
+    ref = rng.normal(size=(40, 6))
+    ref[rng.random(ref.shape) < 0.3] = np.nan
+    rows = 2.0 * rng.normal(size=(50, 6))
+    rows[rng.random(rows.shape) < 0.5] = np.nan
+    plain, signed = range_excess(ref, rows), range_excess(ref, rows, signed=True)
+    np.testing.assert_array_equal(np.abs(signed), plain)
+    given = ~np.isnan(rows)
+    strength = np.where(given, rows, 0.0).sum(axis=1) / np.maximum(given.sum(axis=1), 1)
+    above, below = signed > 0, signed < 0
+    assert above.any() and below.any()
+    # A row above the range is stronger than any row below it.
+    assert strength[above].min() > strength[below].max()
+
+
+def test_fit_calibration_calibrates_models_above_and_below_the_range_apart():
+    rng = np.random.default_rng(6)
+    n = 9000
+    side = rng.choice([-1.0, 0.0, 1.0], size=n)
+    excess = side * rng.uniform(0.1, 0.5, n)
+    # Misses below the range are three times those above it.
+    resid = np.where(side < 0, 3.0, 1.0) * rng.normal(size=n)
+    cal = fit_calibration(resid, np.ones(n), excess)
+    assert cal.outside == pytest.approx(1.0, rel=0.08)
+    assert cal.below == pytest.approx(3.0, rel=0.08)
+    assert cal.n_below == int((side < 0).sum())
+    assert cal.n_outside == int((side != 0).sum())
+    assert cal.factor([0.2])[0] < 1.5 < cal.factor([-0.2])[0]
+    # Unsigned excesses: one outside regime for both sides, as before.
+    pooled = fit_calibration(resid, np.ones(n), np.abs(excess))
+    assert pooled.below is None and 1.0 < pooled.outside < 3.0
+    assert "below" not in pooled.to_dict() and "below" in cal.to_dict()
+
+
 def test_calibration_splits_hold_out_random_folds_and_both_tails():
     values = _gaussian_scores(60)
     splits = calibration_splits(values, folds=3, seed=0)
@@ -272,3 +309,39 @@ def test_calibrated_random_sampling_is_never_zero_width():
     perfect = np.ones((1, 20))  # every planned answer right: the sample's own sd is 0
     mean, sd = cal.predict(perfect)
     assert mean[0] == 1.0 and sd[0] >= cal.floor_ > 0
+
+
+class _HalfDesignBased:
+    """Rows with a positive first answer are design-based (the sample mean, its own
+    error bar); the others model-based, off by 0.2 with an error bar of 0.01."""
+
+    name = "half-design-based"
+
+    def fit(self, source, n, rng):
+        self.selected_ = np.arange(n)
+        return self
+
+    def predict(self, x):
+        design = x[:, 0] > 0
+        self.design_based_ = design
+        spread = x.std(axis=1, ddof=1) / np.sqrt(x.shape[1])
+        return (np.where(design, x.mean(axis=1), x.mean(axis=1) + 0.2),
+                np.where(design, spread, 0.01))
+
+
+def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
+    from benchsel.coreset.calibrated import Calibrated
+
+    values = _irt_answers(models=200, seed=14)
+    cal = Calibrated(_HalfDesignBased).fit(values[:150], 40, np.random.default_rng(0))
+    # The model-based rows' error bars were far too narrow; the design-based
+    # rows' were right, and pooling the two would have widened them as well.
+    assert cal.calibration_.inside > 5
+    assert 1.0 <= cal.design_calibration_.inside < 1.5
+    x = values[150:, :40]
+    mean, sd = cal.predict(x)
+    design = x[:, 0] > 0
+    assert design.any() and (~design).any()
+    raw = cal.raw_sd_
+    np.testing.assert_allclose(sd[design], raw[design] * cal.design_calibration_.inside)
+    assert np.all(sd[~design] >= 5 * raw[~design])

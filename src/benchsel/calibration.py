@@ -88,6 +88,13 @@ class Calibration:
     n_inside, n_outside : int
         Held-out cells behind each multiplier (0 and 0: not calibrated,
         both multipliers 1).
+    below, below_slope : float or None
+        With signed excesses (:func:`range_excess` ``signed=True``), the
+        multipliers of a model *below* the range, calibrated on the cells
+        below it; ``outside`` and ``outside_slope`` are then those above.
+        ``None``: one outside regime for both directions.
+    n_below : int
+        Held-out cells below the range (counted in ``n_outside`` too).
     """
 
     level: float
@@ -96,6 +103,9 @@ class Calibration:
     n_inside: int = 0
     n_outside: int = 0
     outside_slope: float = 0.0
+    below: float | None = None
+    below_slope: float | None = None
+    n_below: int = 0
 
     @property
     def calibrated(self) -> bool:
@@ -106,13 +116,18 @@ class Calibration:
 
         ``inside`` at excess 0, ``max(outside, outside_slope * (1 + excess))``
         beyond (see :func:`range_excess`; a boolean reads as excess 0 or 1).
+        A negative (signed) excess is a row below the range: it gets the
+        ``below`` multipliers where the calibration has them.
         """
         e = np.asarray(excess, dtype=float)
-        beyond = np.maximum(self.outside, self.outside_slope * (1 + e))
-        return np.where(e > 0, beyond, self.inside)
+        beyond = np.maximum(self.outside, self.outside_slope * (1 + np.abs(e)))
+        if self.below is not None:
+            under = np.maximum(self.below, self.below_slope * (1 + np.abs(e)))
+            beyond = np.where(e < 0, under, beyond)
+        return np.where(e != 0, beyond, self.inside)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "method": "conformal" if self.calibrated else "none",
             "level": self.level,
             "inside": self.inside,
@@ -121,6 +136,9 @@ class Calibration:
             "cells_inside": self.n_inside,
             "cells_outside": self.n_outside,
         }
+        if self.below is not None:
+            out.update(below=self.below, below_slope=self.below_slope, cells_below=self.n_below)
+        return out
 
 
 def conformal_quantile(scores, level: float) -> float:
@@ -148,7 +166,11 @@ def fit_calibration(
         (a zero standard deviation has no multiplier).
     excess : array-like of shape (n,)
         How far the cell's model lay outside the strength range of its fit
-        (:func:`range_excess`; 0 inside, a boolean reads as 0 or 1).
+        (:func:`range_excess`; 0 inside, a boolean reads as 0 or 1). Signed
+        excesses (negative below the range) calibrate the two directions
+        apart: a model above the range is then judged by held-out models
+        that were above theirs, not by the weak models a fit on the strongest
+        ones missed.
     level : float in (0, 1), default 0.9
     min_cells : int, default 30
         Cells a regime needs for its own multiplier.
@@ -178,16 +200,29 @@ def fit_calibration(
     if score.size < min_cells:
         return Calibration(level)
     z = _gaussian_quantile(level)
-    outside = excess > 0
+    signed = bool(np.any(excess < 0))
     pooled = conformal_quantile(score, level) / z
-    n_in, n_out = int(np.sum(~outside)), int(np.sum(outside))
-    inside = conformal_quantile(score[~outside], level) / z if n_in >= min_cells else pooled
-    beyond = conformal_quantile(score[outside], level) / z if n_out >= min_cells else pooled
-    slope = (conformal_quantile(score[outside] / (1 + excess[outside]), level) / z
-             if n_out >= min_cells else 0.0)
+    n_in = int(np.sum(excess == 0))
+    inside = conformal_quantile(score[excess == 0], level) / z if n_in >= min_cells else pooled
     inside = max(inside, min_multiplier)
+
+    def regime(cells):
+        """Constant and growing multiplier from the cells of one outside regime."""
+        if cells.sum() < min_cells:
+            return pooled, 0.0
+        e = np.abs(excess[cells])
+        return (conformal_quantile(score[cells], level) / z,
+                conformal_quantile(score[cells] / (1 + e), level) / z)
+
     # Beyond the fitted range a model is never predicted better than within it.
-    return Calibration(level, inside, max(inside, beyond), n_in, n_out, slope)
+    if not signed:
+        beyond, slope = regime(excess > 0)
+        return Calibration(level, inside, max(inside, beyond), n_in, int(np.sum(excess > 0)),
+                           slope)
+    above, above_slope = regime(excess > 0)
+    below, below_slope = regime(excess < 0)
+    return Calibration(level, inside, max(inside, above), n_in, int(np.sum(excess != 0)),
+                       above_slope, max(inside, below), below_slope, int(np.sum(excess < 0)))
 
 
 def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -195,7 +230,7 @@ def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return range_excess(reference, rows) > 0
 
 
-def range_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) -> np.ndarray:
     """How far each row's strength lies beyond the reference rows' on the same items.
 
     Parameters
@@ -213,7 +248,8 @@ def range_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
         distance above the largest or below the smallest strength of the
         reference models on those items (each over the items it has), in
         units of the standard deviation of those strengths; 0 within the
-        range. A row with nothing given has excess 0.
+        range. A row with nothing given has excess 0. With ``signed`` a row
+        below the range gets a negative excess.
     """
     reference = np.asarray(reference, dtype=float)
     rows = np.asarray(rows, dtype=float)
@@ -245,7 +281,9 @@ def range_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
         spread[chunk] = np.where((n_has > 1) & (sd > 0), sd, 1.0)
     ok = usable[inverse]
     g = inverse[ok]
-    out[ok] = np.maximum(np.maximum(strength[ok] - high[g], low[g] - strength[ok]), 0.0) / spread[g]
+    above = np.maximum(strength[ok] - high[g], 0.0)
+    below = np.maximum(low[g] - strength[ok], 0.0)
+    out[ok] = (above - below if signed else above + below) / spread[g]
     return out
 
 

@@ -219,7 +219,9 @@ class GuardedEnsemble(RandomQuestions):
         # The learned parts regress toward the sources: a model whose consistent
         # estimate lies outside the sources' range would be pulled back into it.
         outside = (dr_mean < self.range_[0]) | (dr_mean > self.range_[1])
-        self.outside_ = outside
+        # design_based_: rows whose estimate and error bar are the design's
+        # (coreset.Calibrated calibrates them apart from the model-based ones).
+        self.outside_ = self.design_based_ = outside
         return np.where(outside, dr_mean, model_mean), np.where(outside, dr_sd, model_sd)
 
 
