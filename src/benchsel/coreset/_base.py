@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["ALPHAS", "DRAWS", "RandomQuestions", "check_n", "check_selected", "check_source",
-           "difficulty_strata", "fpc"]
+           "difficulty_strata", "fpc", "question_difficulty"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
 #: How a :class:`RandomQuestions` method draws its questions.
@@ -77,16 +77,28 @@ def check_selected(x_selected, n: int, *, unit_interval: bool = False) -> np.nda
     return x
 
 
-def difficulty_strata(source: np.ndarray, n: int) -> np.ndarray:
-    """Stratum (0 .. n-1) of each question: ``n`` near-equal groups by source difficulty.
+def question_difficulty(source: np.ndarray) -> np.ndarray:
+    """Each question's mean score over the source models, blended with its mean over the strongest.
 
-    Questions are ordered by their mean score over the source models (ties by
-    question index, so the strata are a fixed function of the source scores)
-    and cut into ``n`` consecutive groups whose sizes differ by at most one.
+    The average of the mean over all source models and the mean over the
+    strongest quarter of them (at least two): a question every weak source
+    misses is still told apart by the strongest ones, which is where a new,
+    stronger model's answers differ.
+    """
+    strongest = np.argsort(source.mean(axis=1), kind="stable")[-max(2, source.shape[0] // 4):]
+    return 0.5 * (source.mean(axis=0) + source[strongest].mean(axis=0))
+
+
+def difficulty_strata(source: np.ndarray, n: int) -> np.ndarray:
+    """Stratum (0 .. n-1) of each question: ``n`` near-equal groups by difficulty.
+
+    Questions are ordered by :func:`question_difficulty` (ties by question
+    index, so the strata are a fixed function of the source scores) and cut
+    into ``n`` consecutive groups whose sizes differ by at most one.
     """
     total = source.shape[1]
     check_n(n, total)
-    order = np.argsort(source.mean(axis=0), kind="stable")
+    order = np.argsort(question_difficulty(source), kind="stable")
     strata = np.empty(total, dtype=np.intp)
     strata[order] = np.arange(total) * n // total
     return strata
