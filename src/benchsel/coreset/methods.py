@@ -21,7 +21,8 @@ full-benchmark means (and standard deviations where the method has them).
   the unrun questions, debiased by the mean leave-one-out residual on the run
   ones (consistent like AIPW; design-based standard error).
 * ``guarded-ensemble`` (the default) -- random questions, one from each of
-  ``n`` strata of near-equal size by source difficulty; the mean of three
+  ``n`` strata of near-equal size by difficulty (the source models' mean
+  score on a question blended with the strongest quarter's); the mean of three
   predictions (degree-2 polynomial kernel ridge from the run questions to
   the mean, as in Bowyer et al.'s "++"; the low-rank Gaussian's conditional
   mean; aipw), unless AIPW with question features that extrapolate (logit
