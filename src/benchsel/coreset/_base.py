@@ -13,7 +13,10 @@ A method is a class with a registry ``name`` and two calls:
     ``x_selected`` is target models' scores on ``selected_`` (R x n, columns
     in ``selected_`` order). Returns the predicted full-benchmark mean score
     of each model (R,) and its standard deviation (R,), or ``None`` for
-    ``sd`` when the method has no error bar.
+    ``sd`` when the method has no error bar. A method whose rows are in part
+    design-based estimates (a consistent estimate with its design's error
+    bar) may set ``design_based_`` (bool, one per row) there; calibration
+    then treats those rows apart (:class:`~benchsel.coreset.calibrated.Calibrated`).
 """
 
 from __future__ import annotations
