@@ -155,6 +155,42 @@ def test_auto_fills_cells_its_winner_cannot_predict():
     np.testing.assert_allclose(res.mean[~gap], ridge.mean[~gap])
 
 
+def test_completion_cache_returns_what_complete_does_and_shares_the_choice_folds():
+    from benchsel.prediction.completion import (
+        CompletionCache,
+        calibrate_completion,
+        choose_completer,
+        complete_auto,
+    )
+
+    values = load_dataset("bigcodebench").cleaned().values
+    cache = CompletionCache()
+    for m in COMPLETERS:
+        if m == "auto":
+            continue
+        got, ref = cache.get(values, m), complete(values, m)
+        np.testing.assert_array_equal(got.mean, ref.mean)
+        np.testing.assert_array_equal(got.std, ref.std)
+    # Same content in another array: found; one cell changed: computed anew.
+    assert cache.get(values.copy(), "gaussian") is cache.get(values, "gaussian")
+    changed = values.copy()
+    changed[0, np.flatnonzero(~np.isnan(changed[0]))[0]] += 1.0
+    assert cache.get(changed, "gaussian") is not cache.get(values, "gaussian")
+    # The choice's first fold hides what calibration hides: no new completion.
+    shared = CompletionCache()
+    methods = ["mean", "gaussian", "svd", "gaussian+svd"]
+    choice = choose_completer(values, methods=methods, seed=[0, 1], cache=shared)
+    entries = len(shared._done)
+    for m in methods:
+        cal = calibrate_completion(values, m, seed=[0, 1], cache=shared)
+        alone = calibrate_completion(values, m, seed=[0, 1])
+        assert cal == alone
+    assert len(shared._done) == entries
+    auto = complete_auto(values, choice, cache=shared)
+    ref = complete_auto(values, choice)
+    np.testing.assert_array_equal(auto.mean, ref.mean)
+
+
 def test_auto_in_the_complete_protocol_never_sees_the_hidden_cells():
     data = load_dataset("bigcodebench").cleaned()
     methods = ("mean", "gaussian", "svd", "auto")

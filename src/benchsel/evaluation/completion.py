@@ -40,6 +40,7 @@ from ..prediction.completion import (
     AUTO_MIN_COVERAGE,
     COMPLETERS,
     Completion,
+    CompletionCache,
     calibrate_completion,
     choose_completer,
     complete,
@@ -143,21 +144,24 @@ def evaluate_completion(
         z = Standardizer.fit(train).transform(train)
         outside = np.zeros(values.shape[0])
         outside[hiding] = range_excess(z[~hiding], z[hiding])
+        # One cache per fold: auto's comparison, the calibrations and the
+        # fits share their completions of this fold's matrices.
+        cache = CompletionCache()
         for m in methods:
             fit_method = m
             if m == "auto":
                 # Nested: the choice sees only this fold's training matrix.
                 choice = choose_completer(train, methods=[c for c in methods if c != "auto"]
-                                          or None, hide=hide, seed=[seed, f])
+                                          or None, hide=hide, seed=[seed, f], cache=cache)
                 choices.append(choice.to_dict())
                 fit_method = choice.method
-                res = complete_auto(train, choice)
+                res = complete_auto(train, choice, cache=cache)
             else:
-                res = complete(train, m)
+                res = complete(train, m, cache=cache)
             raw_low, raw_high = interval(res, level)
             if calibrate:
                 cal = calibrate_completion(train, fit_method, level=level, hide=hide,
-                                           seed=[seed, f])
+                                           seed=[seed, f], cache=cache)
                 res = Completion(res.mean, res.std * cal.factor(outside)[:, None])
             low, high = interval(res, level)
             store = collected[m]

@@ -26,6 +26,7 @@ in ``[0, 1]`` are taken as fractions.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from ..splits import completion_masks
 
 __all__ = [
     "Completion",
+    "CompletionCache",
     "COMPLETERS",
     "MethodChoice",
     "calibrate_completion",
@@ -414,7 +416,7 @@ def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
 
 def choose_completer(
     values: np.ndarray, *, methods=None, given=None, folds: int = 3, hide: float = 0.5,
-    seed=0,
+    seed=0, cache: CompletionCache | None = None,
 ) -> MethodChoice:
     """Cross-validate completion methods on ``values`` and rank them.
 
@@ -433,6 +435,9 @@ def choose_completer(
     folds : int, default 3
     hide : float, default 0.5
     seed : int, default 0
+    cache : CompletionCache, optional
+        Shared with the calls that calibrate and complete with the winner,
+        so that what they repeat is computed once.
 
     Returns
     -------
@@ -448,10 +453,11 @@ def choose_completer(
         return MethodChoice("gaussian", ("mean",), {}, {}, 0)
     true = np.concatenate([values[mask] for mask in masks])
     pred = {m: [] for m in methods}
+    cache = cache or CompletionCache()
     for mask in masks:
-        done = _complete_many(np.where(mask, np.nan, values), methods)
+        held_out = np.where(mask, np.nan, values)
         for m in methods:
-            pred[m].append(done[m].mean[mask])
+            pred[m].append(cache.get(held_out, m).mean[mask])
     medape, coverage = {}, {}
     for m in methods:
         p = np.concatenate(pred[m])
@@ -471,44 +477,75 @@ def choose_completer(
 _BLENDS = {"svd+ridge": ("svd", "ridge"), "gaussian+svd": ("gaussian", "svd")}
 
 
-def _complete_many(values: np.ndarray, methods) -> dict[str, Completion]:
-    """``complete(values, m)`` for each method, each blend's parts computed once."""
-    done: dict[str, Completion] = {}
+class CompletionCache:
+    """Completions already computed, by method and matrix content.
 
-    def get(m):
-        if m not in done:
-            parts = _BLENDS.get(m)
-            done[m] = _blend(get(parts[0]), get(parts[1])) if parts else complete(values, m)
-        return done[m]
+    Choosing a method, calibrating it and completing with it complete the
+    same matrices again and again: :func:`choose_completer`'s first fold
+    hides exactly the cells :func:`completion_residuals` hides (same
+    ``hide`` and ``seed``), ``auto`` completes with a method already
+    compared, and a blend repeats its parts. Every completer is a
+    deterministic function of the matrix, so a completion is keyed by the
+    method and a digest of the matrix's bytes and computed once. Keep a
+    cache no longer than the matrices it serves (one fold of a protocol):
+    each entry holds two arrays the size of the matrix.
+    """
 
-    return {m: get(m) for m in methods}
+    def __init__(self):
+        self._done: dict[tuple, Completion] = {}
+
+    def get(self, values: np.ndarray, method: str) -> Completion:
+        """``complete(values, method)``, computed on the first request only."""
+        values = np.ascontiguousarray(values, dtype=float)
+        key = (method, values.shape, hashlib.blake2b(values.tobytes(), digest_size=20).digest())
+        if key not in self._done:
+            parts = _BLENDS.get(method)
+            if parts:
+                done = _blend(self.get(values, parts[0]), self.get(values, parts[1]))
+            elif method == "auto":
+                done = complete_auto(values, cache=self)
+            else:
+                done = COMPLETERS[method](values)
+            self._done[key] = done
+        return self._done[key]
 
 
-def complete_auto(values: np.ndarray, choice: MethodChoice | None = None) -> Completion:
+def complete_auto(
+    values: np.ndarray, choice: MethodChoice | None = None, *,
+    cache: CompletionCache | None = None,
+) -> Completion:
     """Complete with the method :func:`choose_completer` ranks first, gaps by the next ones."""
     values = np.asarray(values, dtype=float)
-    choice = choice or choose_completer(values)
+    cache = cache or CompletionCache()
+    choice = choice or choose_completer(values, cache=cache)
     ranked = (choice.method, *choice.fallbacks)
-    res = _complete_many(values, ranked[:1])[choice.method]
+    res = cache.get(values, choice.method)
     mean, std = res.mean.copy(), res.std.copy()
     for m in ranked[1:]:
         gap = np.isnan(mean)
         if not gap.any():
             break
-        other = _complete_many(values, [m])[m]
+        other = cache.get(values, m)
         mean[gap], std[gap] = other.mean[gap], other.std[gap]
     return Completion(mean, std)
 
 
-def complete(values: np.ndarray, method: str = "gaussian") -> Completion:
-    """Complete ``values`` with the named method (see :data:`COMPLETERS`)."""
-    try:
-        fn = COMPLETERS[method]
-    except KeyError:
+def complete(
+    values: np.ndarray, method: str = "gaussian", *, cache: CompletionCache | None = None
+) -> Completion:
+    """Complete ``values`` with the named method (see :data:`COMPLETERS`).
+
+    With ``cache`` a completion of the same matrix by the same method is
+    computed once (see :class:`CompletionCache`).
+    """
+    if method not in COMPLETERS:
         raise ValueError(
             f"completion method must be one of {', '.join(COMPLETERS)}; got {method!r}"
-        ) from None
-    return fn(np.asarray(values, dtype=float))
+        )
+    values = np.asarray(values, dtype=float)
+    if cache is None:
+        return COMPLETERS[method](values)
+    return cache.get(values, method)
 
 
 def complete_new_rows(
@@ -526,7 +563,8 @@ def complete_new_rows(
 
 
 def completion_residuals(
-    values: np.ndarray, method: str, *, given=None, hide: float = 0.5, seed=0
+    values: np.ndarray, method: str, *, given=None, hide: float = 0.5, seed=0,
+    cache: CompletionCache | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Held-out residuals of a completion method on the matrix it will complete.
 
@@ -563,7 +601,7 @@ def completion_residuals(
         mask = np.zeros_like(observed)
         mask[rows] = observed[rows] & ~given
     train = np.where(mask, np.nan, values)
-    res = complete(train, method)
+    res = complete(train, method, cache=cache)
     hiding = mask.any(axis=1)
     z = Standardizer.fit(train).transform(train)
     outside = np.zeros(values.shape[0])
@@ -575,7 +613,7 @@ def completion_residuals(
 
 def calibrate_completion(
     values: np.ndarray, method: str, *, level: float = 0.9, given=None, hide: float = 0.5,
-    seed=0,
+    seed=0, cache: CompletionCache | None = None,
 ) -> Calibration:
     """Per-regime conformal multipliers of a completion method's standard deviation.
 
@@ -583,7 +621,7 @@ def calibrate_completion(
     :mod:`benchsel.calibration`). Uncalibrated when the matrix is too small.
     """
     residual, std, excess = completion_residuals(values, method, given=given, hide=hide,
-                                                  seed=seed)
+                                                  seed=seed, cache=cache)
     return fit_calibration(residual, std, excess, level=level)
 
 
