@@ -191,6 +191,20 @@ def test_completion_cache_returns_what_complete_does_and_shares_the_choice_folds
     np.testing.assert_array_equal(auto.mean, ref.mean)
 
 
+def test_complete_protocol_folds_in_parallel_give_the_serial_result(capsys):
+    data = load_dataset("bigcodebench")
+    methods = ("mean", "gaussian", "svd+ridge", "auto")
+    serial = evaluate_completion(data, methods=methods, seed=1)
+    parallel = evaluate_completion(data, methods=methods, seed=1, n_jobs=2)
+    assert [r.to_dict() for r in serial.rows] == [r.to_dict() for r in parallel.rows]
+    assert serial.choices == parallel.choices and len(serial.choices) == 3
+    main(["evaluate", "bigcodebench", "--protocol", "complete", "--methods", "mean,svd",
+          "--jobs", "2", "--json", "--quiet"])
+    cli = json.loads(capsys.readouterr().out)
+    ref = evaluate_completion(data, methods=("mean", "svd")).to_dict()
+    assert cli["methods"] == ref["methods"]
+
+
 def test_auto_in_the_complete_protocol_never_sees_the_hidden_cells():
     data = load_dataset("bigcodebench").cleaned()
     methods = ("mean", "gaussian", "svd", "auto")

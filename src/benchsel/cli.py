@@ -270,10 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "selected item observed, scores columns too sparse to model against the "
                    "training mean)")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
-    p.add_argument("--jobs", type=int, default=1, help="folds in parallel (joblib; -1 = all cores)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="cv and complete folds (and lm-eval sample logs) in parallel (joblib; "
+                   "-1 = all cores; results do not depend on it)")
     p.add_argument("--dask", metavar="SCHEDULER",
-                   help="run cv folds on a dask.distributed cluster (scheduler address, or "
-                   "'local' for a local cluster; needs benchsel[dask])")
+                   help="run cv and complete folds on a dask.distributed cluster (scheduler "
+                   "address, or 'local' for a local cluster; needs benchsel[dask])")
     p.add_argument("--hide", type=_fraction, default=0.5,
                    help="complete: fraction of each model's scores hidden (default 0.5)")
     p.add_argument("--methods",

@@ -963,7 +963,7 @@ def cmd_evaluate(args) -> int:
             "--covariance does not apply to the complete protocol: it compares the "
             "'gaussian' (em-shrink) and 'gaussian-em' (paper) methods itself"
         )
-    label = {"cv": "folds", "oracle": "subsets", "complete": "fits"}.get(args.protocol, "splits")
+    label = {"cv": "folds", "oracle": "subsets", "complete": "folds"}.get(args.protocol, "splits")
     progress = Progress(label, enabled=False if args.quiet else None)
     try:
         if args.protocol == "cv":
@@ -981,10 +981,17 @@ def cmd_evaluate(args) -> int:
             result = extrapolate(scores, **common)
         elif args.protocol == "complete":
             methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
-            result = evaluate_completion(scores, methods=methods, hide=args.hide,
-                                         folds=args.folds if args.folds_given else 3,
-                                         seed=args.seed, progress=progress,
-                                         calibrate=calibrate)
+            client = _dask_client(args.dask)
+            try:
+                result = evaluate_completion(
+                    scores, methods=methods, hide=args.hide,
+                    folds=args.folds if args.folds_given else 3, seed=args.seed,
+                    progress=progress, calibrate=calibrate,
+                    n_jobs=-1 if client is not None else args.jobs,
+                    backend="dask" if client is not None else None)
+            finally:
+                if client is not None:
+                    client.close()
         else:
             result = oracle_subsets(
                 scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._parallel import map_tasks
 from .io import write_json_atomic
 from .matrix import DataWarning, ScoreMatrix, _short_list
 
@@ -291,14 +292,8 @@ class LmEvalRuns:
                 f"{self.source}: no samples_{task}_<date>.jsonl beside a results file; "
                 "run lm-eval with --log_samples"
             )
-        if n_jobs == 1 and backend is None:
-            parts = [_sample_arrays(run, metric, filter) for run in runs.values()]
-        else:
-            from joblib import Parallel, delayed, parallel_backend
-
-            with parallel_backend(backend or "loky", n_jobs=n_jobs):
-                parts = Parallel()(delayed(_sample_arrays)(run, metric, filter)
-                                   for run in runs.values())
+        parts = map_tasks(_sample_arrays, ((run, metric, filter) for run in runs.values()),
+                          n_jobs=n_jobs, backend=backend)
         docs = np.unique(np.concatenate([d for d, _ in parts]))
         values = np.full((len(parts), docs.size), np.nan)
         for i, (doc, score) in enumerate(parts):

@@ -43,6 +43,7 @@ from scipy.stats import kendalltau, spearmanr
 from threadpoolctl import threadpool_limits
 
 from .. import names
+from .._parallel import map_tasks
 from ..evaluation.metrics import (
     hamming_stability,
     json_record,
@@ -274,22 +275,8 @@ def evaluate_coresets(
         make_method(name)  # unknown names fail before any work
     start = time.perf_counter()
     args = (values, split, sources, seed)
-    results = []
-    if n_jobs == 1 and backend is None:
-        for t in range(trials):
-            results.append(run_trial(*args, t, names, n, calibrate))
-            if progress is not None:
-                progress(t + 1, trials)
-    else:
-        from joblib import Parallel, delayed, parallel_backend
-
-        with parallel_backend(backend or "loky", n_jobs=n_jobs):
-            jobs = Parallel(return_as="generator")(
-                delayed(run_trial)(*args, t, names, n, calibrate) for t in range(trials))
-            for result in jobs:
-                results.append(result)
-                if progress is not None:
-                    progress(len(results), trials)
+    results = map_tasks(run_trial, ((*args, t, names, n, calibrate) for t in range(trials)),
+                        n_jobs=n_jobs, backend=backend, progress=progress)
     rows = _summarize(values, results, names, level)
     return CoresetResult(
         dataset=scores.source or "",

@@ -39,6 +39,7 @@ from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
 from .. import names
+from .._parallel import map_tasks
 from ..calibration import range_excess
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
@@ -299,24 +300,8 @@ def _evaluate(
     start = time.perf_counter()
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
             calibrate)
-    per_fold = []
-
-    def collect(results) -> None:
-        for result in results:
-            per_fold.append(result)
-            if progress is not None:
-                progress(len(per_fold), len(splits))
-
-    if n_jobs == 1 and backend is None:
-        collect(_fold(scores.values, f, *args) for f in splits)
-    else:
-        from joblib import Parallel, delayed, parallel_config
-
-        config = {"n_jobs": n_jobs} if backend is None else {"backend": backend, "n_jobs": n_jobs}
-        with parallel_config(**config):
-            collect(Parallel(return_as="generator")(
-                delayed(_fold)(scores.values, f, *args) for f in splits
-            ))
+    per_fold = map_tasks(_fold, ((scores.values, f, *args) for f in splits), n_jobs=n_jobs,
+                         backend=backend, progress=progress)
     rows, r2, orders = [], {}, {}
     for obj in objectives:
         stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in

@@ -1,0 +1,61 @@
+"""Run independent pieces of work (folds, trials, log files) serially or through joblib.
+
+Every protocol that fans out does it through :func:`map_tasks`, so the
+choice between a plain loop, joblib's processes and a Dask cluster (joblib's
+``dask`` backend, once a ``dask.distributed`` client exists) is made in one
+place, and results always come back in task order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+__all__ = ["map_tasks"]
+
+
+def map_tasks(
+    fn: Callable,
+    tasks: Iterable[tuple],
+    *,
+    n_jobs: int = 1,
+    backend: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list:
+    """``[fn(*task) for task in tasks]``, in parallel unless ``n_jobs == 1``.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (joblib pickles it for its workers).
+    tasks : iterable of tuple
+        Positional arguments of each call.
+    n_jobs : int, default 1
+        Workers; ``-1`` is every core. With ``1`` and no ``backend`` the
+        calls run in this process, one after another (joblib is not
+        imported).
+    backend : str, optional
+        A joblib backend, e.g. ``"dask"`` (default ``"loky"``).
+    progress : callable, optional
+        ``progress(done, total)`` after each call, in task order.
+
+    Returns
+    -------
+    list
+        The results, in the order of ``tasks``.
+    """
+    tasks = list(tasks)
+    results: list = []
+
+    def collect(outputs) -> list:
+        for out in outputs:
+            results.append(out)
+            if progress is not None:
+                progress(len(results), len(tasks))
+        return results
+
+    if n_jobs == 1 and backend is None:
+        return collect(fn(*task) for task in tasks)
+    from joblib import Parallel, delayed, parallel_config
+
+    with parallel_config(backend=backend or "loky", n_jobs=n_jobs):
+        return collect(Parallel(return_as="generator")(delayed(fn)(*task) for task in tasks))
