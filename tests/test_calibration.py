@@ -133,6 +133,22 @@ def test_calibration_splits_hold_out_random_folds_and_both_tails():
     assert calibration_splits(values[:9]) == []
 
 
+def test_calibration_splits_of_a_large_board_come_from_a_subsample():
+    values = _gaussian_scores(300)
+    values[7] = np.nan  # a model without scores is never drawn
+    capped = calibration_splits(values, folds=3, seed=4, max_models=100)
+    used = np.unique(np.concatenate([np.r_[s.train, s.validation] for s in capped]))
+    assert used.size == 100 and 7 not in used
+    held = np.concatenate([s.validation for s in capped[:3]])
+    assert sorted(held.tolist()) == used.tolist()  # random folds cover the subsample once
+    assert all(np.isin(np.r_[s.train, s.validation], used).all() for s in capped[3:])
+    # At or under the cap nothing changes (and the default cap is far above 300).
+    full = calibration_splits(values, folds=3, seed=4, max_models=None)
+    for a, b in ((calibration_splits(values, folds=3, seed=4), full),
+                 (calibration_splits(values, folds=3, seed=4, max_models=299), full)):
+        assert all(np.array_equal(x.validation, y.validation) for x, y in zip(a, b))
+
+
 def _calibrated_coverage(train, test, given):
     """Coverage on ``test`` of the Gaussian fitted on ``train``, raw and calibrated."""
     from benchsel.calibration import outside_range as regime

@@ -60,6 +60,8 @@ __all__ = [
 MIN_CELLS = 30
 #: Fewest source models for calibration; below it intervals stay uncalibrated.
 MIN_MODELS = 10
+#: Calibration splits are drawn from at most this many source models (a seeded subsample).
+MAX_MODELS = 2000
 _CHUNK = 4_000_000  # at most this many reference strengths at once
 
 
@@ -312,7 +314,9 @@ def _range_excess_loop(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def calibration_splits(values: np.ndarray, folds: int = 3, seed=0) -> list[Fold]:
+def calibration_splits(
+    values: np.ndarray, folds: int = 3, seed=0, max_models: int | None = MAX_MODELS
+) -> list[Fold]:
     """Held-out sets for calibration: random folds plus two strength splits.
 
     ``folds`` random folds over the models (each held out once), then fit on
@@ -320,6 +324,13 @@ def calibration_splits(values: np.ndarray, folds: int = 3, seed=0) -> list[Fold]
     half and hold out the weakest 30% (strength as in
     :func:`~benchsel.matrix.model_strength`). Returns no split for fewer than
     :data:`MIN_MODELS` models.
+
+    With more than ``max_models`` models the splits are made within a
+    random subsample of that many (``None``: all). Every split refits the
+    model, so calibration would otherwise cost five fits on thousands of
+    models; 2,000 models still hold out hundreds per split, and fits on
+    fewer models than the real one err a little more, which can only widen
+    the intervals.
     """
     values = np.asarray(values, dtype=float)
     has_row = ~np.isnan(values).all(axis=1)
@@ -327,6 +338,9 @@ def calibration_splits(values: np.ndarray, folds: int = 3, seed=0) -> list[Fold]
         return []
     rows = np.flatnonzero(has_row)
     rng = np.random.default_rng(seed)
+    if max_models is not None and rows.size > max_models:
+        # Drawn before the folds' permutation, so smaller boards split as before.
+        rows = np.sort(rng.choice(rows, max_models, replace=False))
     out = []
     for f, part in enumerate(np.array_split(rng.permutation(rows), folds)):
         out.append(Fold(f, np.sort(np.setdiff1d(rows, part)), np.sort(part)))
