@@ -263,7 +263,9 @@ def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) 
     n_given = given.sum(axis=1)
     strength = np.where(given, rows, 0.0).sum(axis=1) / np.maximum(n_given, 1)
     # The reference strengths on every pattern's items at once: an
-    # (M, patterns) matrix of sums over counts, in chunks of patterns.
+    # (M, patterns) matrix of sums over counts, in chunks of patterns. Each
+    # statistic below is one pass over it (this runs once per selection in
+    # every protocol, on thousands of models).
     step = max(1, _CHUNK // max(reference.shape[0], 1))
     low, high = np.zeros(len(patterns)), np.zeros(len(patterns))
     spread, usable = np.ones(len(patterns)), np.zeros(len(patterns), dtype=bool)
@@ -271,16 +273,19 @@ def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) 
         chunk = slice(start, start + step)
         p = patterns[chunk].T.astype(float)
         count = ref_obs @ p
-        has = count > 0
-        n_has = has.sum(axis=0)
-        ref = (ref_filled @ p) / np.maximum(count, 1)  # 0 where the model has none
+        n_has = np.count_nonzero(count, axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ref = (ref_filled @ p) / count  # NaN where the model has none of the items
         usable[chunk] = (n_has > 0) & patterns[chunk].any(axis=1)
-        low[chunk] = np.where(has, ref, np.inf).min(axis=0)
-        high[chunk] = np.where(has, ref, -np.inf).max(axis=0)
-        centre = ref.sum(axis=0) / np.maximum(n_has, 1)
-        deviation = (ref - centre) * has
-        sd = np.sqrt(np.einsum("mg,mg->g", deviation, deviation) / np.maximum(n_has, 1))
-        spread[chunk] = np.where((n_has > 1) & (sd > 0), sd, 1.0)
+        low[chunk] = np.fmin.reduce(ref, axis=0)  # fmin/fmax skip NaN
+        high[chunk] = np.fmax.reduce(ref, axis=0)
+        np.nan_to_num(ref, copy=False, nan=0.0)
+        n = np.maximum(n_has, 1)
+        centre = ref.sum(axis=0) / n
+        var = np.einsum("mg,mg->g", ref, ref) / n - centre**2
+        sd = np.sqrt(np.maximum(var, 0.0))
+        spread[chunk] = np.where((n_has > 1) & (sd > 1e-12 * np.maximum(np.abs(centre), 1.0)),
+                                 sd, 1.0)
     ok = usable[inverse]
     g = inverse[ok]
     above = np.maximum(strength[ok] - high[g], 0.0)
