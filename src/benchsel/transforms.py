@@ -12,7 +12,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit
 
 from . import names
 
@@ -39,6 +38,8 @@ class ScoreTransform:
         out = np.array(values, dtype=float, copy=True)
         on = ~np.isnan(scale)
         if on.any():
+            from scipy.special import logit  # here: `select` without a transform skips it
+
             frac = np.clip(out[..., on] / scale[on], self.eps, 1 - self.eps)
             out[..., on] = logit(frac)
         return out
@@ -49,6 +50,8 @@ class ScoreTransform:
         out = np.array(latent, dtype=float, copy=True)
         on = ~np.isnan(scale)
         if on.any():
+            from scipy.special import expit
+
             out[..., on] = expit(out[..., on]) * scale[on]
         return out
 
@@ -58,6 +61,8 @@ class ScoreTransform:
         out = np.ones_like(np.asarray(latent, dtype=float))
         on = ~np.isnan(scale)
         if on.any():
+            from scipy.special import expit
+
             p = expit(latent[..., on])
             out[..., on] = p * (1 - p) * scale[on]
         return out

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import ndtri
 
 from .. import names
 from .._linalg import cholesky
@@ -643,6 +642,8 @@ class GaussianModel:
         # predictions of items not run.
         factor = np.where(np.isnan(x), factor, 1.0)
         spread = np.sqrt(var_z) * std.scale * factor
+        from scipy.special import ndtri  # here: `select` never needs it
+
         half = ndtri(0.5 + level / 2) * spread
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
