@@ -11,7 +11,11 @@ The complete and cv protocols are timed serially and again with their folds
 on ``--jobs`` workers (default 2, the project machine's cores; 1 skips it).
 
     python benchmarks/speed.py [--only complete,coreset,cv] [--sizes 1000x100,10000x100]
-                               [--jobs 2]
+                               [--jobs 2] [--covariance pairwise]
+
+``--covariance`` is passed to the cv runs (default: benchsel's ``auto``, EM
+on these incomplete boards); ``pairwise`` is how a board of thousands of
+benchmarks is evaluated (``--sizes 300x2000``), where EM is out of reach.
 """
 
 from __future__ import annotations
@@ -58,8 +62,10 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=900, help="seconds before a run stops")
     parser.add_argument("--jobs", type=int, default=2,
                         help="workers for the second timing of complete and cv (1: none)")
+    parser.add_argument("--covariance", default="auto", help="cv: covariance estimator")
     args = parser.parse_args()
     only = args.only.split(",")
+    cov = [] if args.covariance == "auto" else ["--covariance", args.covariance]
     jobs = [[]] + ([["--jobs", str(args.jobs)]] if args.jobs != 1 else [])
     print(f"{'command':<64}{'wall':>16}  target")
     if "complete" in only:
@@ -79,8 +85,10 @@ def main() -> None:
                 _board(m, n, path)
                 target = "60 s" if (m, n) == (10000, 100) else "-"
                 for extra in jobs:
-                    label = " ".join([f"evaluate --protocol cv, {m} x {n}, 30% observed", *extra])
-                    wall = _timed(['evaluate', str(path), '--protocol', 'cv', *extra], args.limit)
+                    label = " ".join([f"evaluate --protocol cv, {m} x {n}, 30% observed",
+                                      *cov, *extra])
+                    wall = _timed(['evaluate', str(path), '--protocol', 'cv', *cov, *extra],
+                                  args.limit)
                     print(f"{label:<64}{wall:>16}  {target}", flush=True)
 
 

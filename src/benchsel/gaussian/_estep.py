@@ -44,14 +44,14 @@ _CHUNK = 4_000_000  # at most this many floats of per-row inverses at once
 class _Bucket:
     side: str  # "o" (factorize S_oo) or "m" (factorize K_mm)
     idx: np.ndarray  # (G, s) block indices per pattern, padded with N
-    pad_pair: np.ndarray  # (G, s, s) True where row or column is padding
-    pad_value: np.ndarray  # values to write there: identity on padded diagonal
+    pad_base: np.ndarray  # (G, s, s) identity on the padded diagonal, zeros elsewhere
     sizes: np.ndarray  # (G,) real block size of each pattern
     block_flat: tuple  # per pattern, flat indices of its unpadded block in (N+1)^2
     counts: np.ndarray  # (G,) rows per pattern
     rows: np.ndarray  # (R,) rows of the bucket, grouped by pattern
     group: np.ndarray  # (R,) local pattern of each row
-    flat: np.ndarray  # (G, s*s) flat indices of the block in an (N+1)^2 array
+    flat: np.ndarray  # (G*s*s,) flat indices of the blocks in an (N+1)^2 array
+    idx_rows: np.ndarray  # (R, s) block indices of each row (idx[group])
 
 
 @dataclass(frozen=True)
@@ -89,18 +89,18 @@ class EStepPlan:
             for g, (_, block) in enumerate(members):
                 idx[g, : block.size] = block
             pad = idx == n
-            pad_pair = pad[:, :, None] | pad[:, None, :]
-            eye = np.broadcast_to(np.eye(s, dtype=bool), (g_count, s, s))
-            pad_value = (eye & pad_pair)[pad_pair].astype(float)
+            pad_base = np.zeros((g_count, s, s))
+            pad_base.reshape(g_count, s * s)[:, :: s + 1] = pad
             rows = np.concatenate([r for r, _ in members])
             group = np.concatenate([np.full(r.size, g) for g, (r, _) in enumerate(members)])
             flat = (idx[:, :, None] * (n + 1) + idx[:, None, :]).reshape(g_count, s * s)
             buckets.append(
-                _Bucket(side, idx, pad_pair, pad_value,
+                _Bucket(side, idx, pad_base,
                         np.array([block.size for _, block in members]),
                         tuple((block[:, None] * (n + 1) + block[None, :]).ravel()
                               for _, block in members),
-                        np.array([r.size for r, _ in members]), rows, group, flat)
+                        np.array([r.size for r, _ in members]), rows, group, flat.ravel(),
+                        idx[group])
             )
         obs_side = [b.rows for b in buckets if b.side == "o"]
         return cls(
@@ -117,12 +117,11 @@ class EStepPlan:
         return self.complete_rows.size > 0 or any(b.side == "m" for b in self.buckets)
 
 
-def _spd_inverse(block: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
-    """Lower triangle of the inverse of one SPD block and its log-determinant.
+def _cholesky(block: np.ndarray, ridge: float) -> np.ndarray:
+    """Lower Cholesky factor (upper triangle zeroed) of one SPD block, LAPACK ``potrf``.
 
-    LAPACK ``potrf`` + ``potri`` (``s^3`` flops). A block that does not
-    factorize gets ``t I``, ``t`` growing tenfold from ``ridge`` (App. G: a
-    small ridge for numerically singular blocks).
+    A block that does not factorize gets ``t I``, ``t`` growing tenfold from
+    ``ridge`` (App. G: a small ridge for numerically singular blocks).
     """
     c, info = lapack.dpotrf(block, lower=1, clean=1)
     t = ridge
@@ -133,9 +132,17 @@ def _spd_inverse(block: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
         t *= 10.0
     if info != 0:
         raise np.linalg.LinAlgError("a block of the covariance is not positive definite")
-    logdet = 2.0 * float(np.log(c.diagonal()).sum())
+    return c
+
+
+def _spd_inverse(block: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
+    """Lower triangle of the inverse of one SPD block and its log-determinant.
+
+    ``potrf`` + ``potri`` (``s^3`` flops), with :func:`_cholesky`'s ridge.
+    """
+    c = _cholesky(block, ridge)
     inv, _ = lapack.dpotri(c, lower=1)
-    return inv, logdet
+    return inv, 2.0 * float(np.log(c.diagonal()).sum())
 
 
 def _bucket_inverses(source: np.ndarray, bucket: _Bucket, ridge: float):
@@ -146,20 +153,19 @@ def _bucket_inverses(source: np.ndarray, bucket: _Bucket, ridge: float):
     around it is batched.
     """
     g_count, s = bucket.idx.shape
-    lower = np.zeros((g_count, s, s))
-    logdet = np.empty(g_count)
+    lower = bucket.pad_base.copy()
+    factor_diag = np.ones((g_count, s))  # padding adds log 1 to the log-determinant
     flat_source = source.ravel()
     for g, k in enumerate(bucket.sizes):
         if k == 0:  # a row with nothing observed: its block is all padding
-            logdet[g] = 0.0
             continue
-        block = flat_source.take(bucket.block_flat[g]).reshape(k, k)
-        lower[g, :k, :k], logdet[g] = _spd_inverse(block, ridge)
-    lower[bucket.pad_pair] = bucket.pad_value
+        c = _cholesky(flat_source.take(bucket.block_flat[g]).reshape(k, k), ridge)
+        factor_diag[g, :k] = c.diagonal()
+        lower[g, :k, :k] = lapack.dpotri(c, lower=1)[0]
     # potri leaves the upper triangle as the zeros of the cleaned factor.
     inv = lower + np.swapaxes(lower, 1, 2)
-    inv[:, np.arange(s), np.arange(s)] *= 0.5
-    return inv, logdet
+    inv.reshape(g_count, s * s)[:, :: s + 1] *= 0.5  # the diagonal, counted twice
+    return inv, 2.0 * np.log(factor_diag).sum(axis=1)
 
 
 def _rowwise_solve(inv: np.ndarray, group: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -216,7 +222,7 @@ def e_step(plan: EStepPlan, z_filled: np.ndarray, mu: np.ndarray, sigma: np.ndar
             loglik -= 0.5 * (plan.complete_rows.size * logdet_sigma + ckc[plan.complete_rows].sum())
     for b in plan.buckets:
         inv, logdet = _bucket_inverses(sigma_x if b.side == "o" else k_x, b, ridge)
-        idx_rows = b.idx[b.group]
+        idx_rows = b.idx_rows
         weights = (b.counts[:, None] * inv.reshape(len(b.counts), -1)).ravel()
         if b.side == "o":
             resid = centred[b.rows[:, None], idx_rows]
@@ -224,14 +230,14 @@ def e_step(plan: EStepPlan, z_filled: np.ndarray, mu: np.ndarray, sigma: np.ndar
             u[b.rows[:, None], idx_rows] = w
             quad = np.einsum("ri,ri->r", resid, w)
             loglik -= 0.5 * (logdet[b.group].sum() + quad.sum())
-            h += np.bincount(b.flat.ravel(), weights, minlength=h.size)
+            h += np.bincount(b.flat, weights, minlength=h.size)
         else:
             t = kc[b.rows[:, None], idx_rows]
             shift = _rowwise_solve(inv, b.group, t)
             completed[b.rows[:, None], idx_rows] = mu_x[idx_rows] - shift
             quad = ckc[b.rows] - np.einsum("ri,ri->r", t, shift)
             loglik -= 0.5 * ((logdet_sigma + logdet[b.group]).sum() + quad.sum())
-            corr += np.bincount(b.flat.ravel(), weights, minlength=corr.size)
+            corr += np.bincount(b.flat, weights, minlength=corr.size)
     correction = corr.reshape(n + 1, n + 1)[:n, :n]
     completed = completed[:, :n]
     if plan.obs_side_rows.size:
