@@ -212,6 +212,37 @@ def test_auto_rule():
     assert estimate_covariance(x, "em").method == "em"
 
 
+def test_em_iteration_flops_counts_the_smaller_side_of_each_pattern():
+    from benchsel.gaussian.covariance import em_iteration_flops
+
+    observed = np.ones((5, 10), dtype=bool)
+    observed[0, :3] = False  # 3 missing: a 3 x 3 block, twice (rows 0 and 1)
+    observed[1, :3] = False
+    observed[2, :8] = False  # 2 observed: a 2 x 2 block
+    # rows 3 and 4 complete: nothing to factorize
+    expected = (3**3 + 2**3) + (2 * 3**2 + 2**2) + 3 * 10**3
+    assert em_iteration_flops(observed) == expected
+
+
+def test_auto_leaves_em_for_pairwise_where_em_would_take_hours(monkeypatch):
+    from benchsel import DataWarning, load_dataset
+    from benchsel.gaussian import covariance
+
+    values = load_dataset("merged").values
+    z = Standardizer.fit(values).transform(values)
+    flops = covariance.em_iteration_flops(~np.isnan(z))
+    assert 1e6 < flops < covariance.EM_MAX_FLOPS  # MERGED itself stays on EM
+    monkeypatch.setattr(covariance, "EM_MAX_FLOPS", flops / 2)
+    with pytest.warns(DataWarning, match=r"118 models x 114 items \(31% observed\).*pairwise"):
+        est = estimate_covariance(z, "auto")
+    assert est.method == "pairwise"
+    ref = pairwise_covariance(z)
+    np.testing.assert_array_equal(est.covariance, ref.covariance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # asked for by name: no fallback
+        assert estimate_covariance(z, "em-shrink", max_iter=3).method == "em-shrink"
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

@@ -19,7 +19,9 @@ standardized units, plus how they were obtained.
   ``em`` on MTEB and lifts MI's R^2 at k = 5 on MERGED from 0.26 to 0.57
   (seed 0; 0.33 to 0.60 averaged over 3 seeds; docs/reproduction.md).
 * ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
-  ``em-shrink``.
+  ``em-shrink``, unless one EM iteration would cost more than
+  :data:`EM_MAX_FLOPS` (a board of thousands of benchmarks with a few
+  hundred models): then pairwise, with a :class:`~benchsel.matrix.DataWarning`.
 * ``paper`` -- the choices of the paper's published code
   (``smolix/benchmark-selection``, ``code/eval_entropy_vs_mi.py`` and
   ``code/em_cov.py``), which differ from the text in places: pairwise when at
@@ -43,7 +45,8 @@ from threadpoolctl import threadpool_limits
 
 from .. import names
 from .._linalg import psd_project, shrink_to_identity, symmetrize
-from ..matrix import Standardizer
+from .._patterns import unique_rows
+from ..matrix import DataWarning, Standardizer
 from ._estep import EStepPlan, e_step
 
 __all__ = [
@@ -56,6 +59,8 @@ __all__ = [
     "paper_uses_pairwise",
     "fit_standardizer",
     "COVARIANCE_METHODS",
+    "EM_MAX_FLOPS",
+    "em_iteration_flops",
 ]
 
 COVARIANCE_METHODS = names.COVARIANCE_METHODS
@@ -63,6 +68,10 @@ COVARIANCE_METHODS = names.COVARIANCE_METHODS
 PAPER_PAIRWISE_MIN_OBSERVED = 0.9
 #: ``paper``: standardization floor, as a multiple of ``|mean| + 1``, on the EM branch.
 PAPER_SCALE_FLOOR = 0.01
+#: ``auto`` leaves EM for pairwise above this many flops per EM iteration
+#: (:func:`em_iteration_flops`; about a second on one core, so a protocol's
+#: dozens of fits of tens of iterations each would take hours).
+EM_MAX_FLOPS = 1e10
 #: Off-diagonal shrinkage per M-step used by ``em-shrink``.
 DEFAULT_CORRELATION_SHRINKAGE = 0.02
 _LOG_2PI = float(np.log(2 * np.pi))
@@ -445,6 +454,21 @@ def paper_covariance(z) -> CovarianceEstimate:
     )
 
 
+def em_iteration_flops(observed) -> float:
+    """Floating-point operations of one EM iteration on this missingness, roughly.
+
+    The E-step factorizes, per distinct pattern, its observed or its missing
+    block, whichever is smaller (``s^3``: Cholesky and inverse), solves one
+    ``s``-sized system per row, and multiplies ``N x N`` matrices a few
+    times (``3 N^3``).
+    """
+    observed = np.asarray(observed, dtype=bool)
+    n = observed.shape[1]
+    patterns, inverse = unique_rows(observed)
+    side = np.minimum(patterns.sum(axis=1), n - patterns.sum(axis=1)).astype(float)
+    return float(np.sum(side**3) + np.sum(side[inverse] ** 2) + 3.0 * float(n) ** 3)
+
+
 def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimate:
     """Dispatch to an estimator by name (see the module docstring).
 
@@ -456,7 +480,18 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
         )
     z = _check_z(z)
     if method == "auto":
-        method = "pairwise" if not np.isnan(z).any() else "em-shrink"
+        observed = ~np.isnan(z)
+        method = "pairwise" if observed.all() else "em-shrink"
+        if method == "em-shrink" and (flops := em_iteration_flops(observed)) > EM_MAX_FLOPS:
+            warnings.warn(
+                f"EM on {z.shape[0]} models x {z.shape[1]} items "
+                f"({100 * observed.mean():.0f}% observed) would cost about {flops:.1e} "
+                "flops per iteration, hours for a protocol's fits; using the pairwise "
+                "covariance instead (ask for covariance 'em-shrink' to insist)",
+                DataWarning,
+                stacklevel=2,
+            )
+            method = "pairwise"
     if method == "paper":
         return paper_covariance(z)
     if method == "pairwise":
