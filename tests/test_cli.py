@@ -439,3 +439,18 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert proc.returncode == 130
     assert err.strip().splitlines()[-1] == "benchsel: interrupted"
     assert "Traceback" not in err
+
+
+def test_a_warning_repeated_by_every_fit_prints_once(capsys, monkeypatch):
+    from benchsel.gaussian import covariance
+
+    # Every fit of the extrapolation protocol (its own and five calibration
+    # splits, each in a catch_warnings block) now leaves EM for pairwise.
+    monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1e3)
+    assert main(["evaluate", "merged", "--protocol", "extrapolation", "--k-max", "2",
+                 "--objectives", "mi", "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if "using the pairwise covariance instead" in line]
+    # One line per distinct message (the fits differ only in how many
+    # items vary among their models), not one per fit.
+    assert 1 <= len(lines) <= 2 and len(set(lines)) == len(lines), lines

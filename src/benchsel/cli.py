@@ -447,8 +447,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"benchsel: warning: {message}", file=sys.stderr)
+class _WarningPrinter:
+    """``warnings.showwarning`` for the CLI: one line per distinct message, once a run.
+
+    Python's "default" filter is meant to show a warning once per place,
+    but every ``catch_warnings`` block inside the library resets that memory,
+    so a protocol's folds would repeat the same line dozens of times.
+    """
+
+    def __init__(self):
+        self.shown: set[str] = set()
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None) -> None:
+        text = str(message)
+        if text not in self.shown:
+            self.shown.add(text)
+            print(f"benchsel: warning: {text}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -458,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # recorded in plans
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        warnings.showwarning = _show_warning
+        warnings.showwarning = _WarningPrinter()
         try:
             # The library is imported only now that there is a command to run.
             import numpy as np

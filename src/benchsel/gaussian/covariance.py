@@ -482,11 +482,11 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
     if method == "auto":
         observed = ~np.isnan(z)
         method = "pairwise" if observed.all() else "em-shrink"
-        if method == "em-shrink" and (flops := em_iteration_flops(observed)) > EM_MAX_FLOPS:
+        if method == "em-shrink" and em_iteration_flops(observed) > EM_MAX_FLOPS:
+            # No per-fit figures in the text: a protocol's fits then warn once.
             warnings.warn(
-                f"EM on {z.shape[0]} models x {z.shape[1]} items "
-                f"({100 * observed.mean():.0f}% observed) would cost about {flops:.1e} "
-                "flops per iteration, hours for a protocol's fits; using the pairwise "
+                f"EM on these {z.shape[1]} items would cost over {EM_MAX_FLOPS:.0e} flops "
+                "per iteration, hours for a protocol's fits; using the pairwise "
                 "covariance instead (ask for covariance 'em-shrink' to insist)",
                 DataWarning,
                 stacklevel=2,
