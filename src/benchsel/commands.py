@@ -153,12 +153,10 @@ def _task_questions(runs, task: str, args):
     metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
     filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
     # Logs are read in parallel with --jobs, or on the cluster of --dask.
-    on_dask = getattr(args, "dask", None) is not None
     return runs.questions(task, models=complete,
                           metric=metric.get(task) if isinstance(metric, dict) else metric,
                           filter=filt.get(task) if isinstance(filt, dict) else filt,
-                          n_jobs=-1 if on_dask else getattr(args, "jobs", 1),
-                          backend="dask" if on_dask else None)
+                          **_fan_out(args))
 
 
 def _fit(args, scores) -> GaussianModel:
@@ -532,7 +530,7 @@ def cmd_plan(args) -> int:
         if args.n is not None and args.total is not None:
             raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
-        with _log_readers(args):
+        with _workers(args):
             sources, metrics, filters = _question_sources(args)
         questions = dict(n=None if args.total is not None else (args.n or "50"),
                          total=args.total, method=args.method, seed=args.seed,
@@ -913,12 +911,19 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _fan_out(args) -> dict:
+    """``n_jobs`` and ``backend`` for the library: ``--jobs`` workers, or every Dask worker."""
+    if getattr(args, "dask", None) is not None:
+        return {"n_jobs": -1, "backend": "dask"}
+    return {"n_jobs": getattr(args, "jobs", 1), "backend": None}
+
+
 @contextlib.contextmanager
-def _log_readers(args):
-    """The dask.distributed client of ``--dask`` while lm-eval sample logs are read, if any."""
+def _workers(args):
+    """:func:`_fan_out`'s keywords, with the client of ``--dask`` alive for the block."""
     client = _dask_client(getattr(args, "dask", None))
     try:
-        yield client
+        yield _fan_out(args)
     finally:
         if client is not None:
             client.close()
@@ -967,31 +972,18 @@ def cmd_evaluate(args) -> int:
     progress = Progress(label, enabled=False if args.quiet else None)
     try:
         if args.protocol == "cv":
-            client = _dask_client(args.dask)
-            try:
-                result = cross_validate(
-                    scores, folds=args.folds, holdout=args.holdout, n_jobs=args.jobs,
-                    backend="dask" if client is not None else None, progress=progress,
-                    **common,
-                )
-            finally:
-                if client is not None:
-                    client.close()
+            with _workers(args) as fan_out:
+                result = cross_validate(scores, folds=args.folds, holdout=args.holdout,
+                                        progress=progress, **fan_out, **common)
         elif args.protocol == "extrapolation":
             result = extrapolate(scores, **common)
         elif args.protocol == "complete":
             methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
-            client = _dask_client(args.dask)
-            try:
+            with _workers(args) as fan_out:
                 result = evaluate_completion(
                     scores, methods=methods, hide=args.hide,
                     folds=args.folds if args.folds_given else 3, seed=args.seed,
-                    progress=progress, calibrate=calibrate,
-                    n_jobs=-1 if client is not None else args.jobs,
-                    backend="dask" if client is not None else None)
-            finally:
-                if client is not None:
-                    client.close()
+                    progress=progress, calibrate=calibrate, **fan_out)
         else:
             result = oracle_subsets(
                 scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
@@ -1111,7 +1103,7 @@ def cmd_coreset(args) -> int:
     from .coreset.evaluate import resolve_n
     from .coreset.methods import make_method
 
-    with _log_readers(args):
+    with _workers(args):
         scores = _load(args).cleaned()
     if np.isnan(scores.values).any():
         rows = np.flatnonzero(np.isnan(scores.values).any(axis=1))
@@ -1138,20 +1130,16 @@ def cmd_coreset(args) -> int:
 def cmd_coreset_eval(args) -> int:
     from .coreset.evaluate import evaluate_coresets
 
-    client = _dask_client(args.dask)
     progress = Progress("trials", enabled=False if args.quiet else None)
     try:
-        scores = _load(args).cleaned()
-        methods = None if args.methods == "all" else tuple(_names(args.methods))
-        result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
-                                   methods=methods, seed=args.seed, sources=args.sources,
-                                   n_jobs=-1 if client is not None else args.jobs,
-                                   backend="dask" if client is not None else None,
-                                   progress=progress)
+        with _workers(args) as fan_out:
+            scores = _load(args).cleaned()
+            methods = None if args.methods == "all" else tuple(_names(args.methods))
+            result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
+                                       methods=methods, seed=args.seed, sources=args.sources,
+                                       progress=progress, **fan_out)
     finally:
         progress.close()
-        if client is not None:
-            client.close()
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,

@@ -14,7 +14,8 @@ plain functions beside them.
   search (the one with the best mean score over a pilot of 100 candidates,
   from :data:`~benchsel.coreset._base.ALPHAS`); the final refit picks its own
   by leave-one-out over the same grid. All the candidates' small ridge
-  problems are solved at once (:func:`batched_ridge`).
+  problems are solved at once, from per-fold sufficient statistics
+  (:func:`coreset_cv_predictions`).
 * ``lasso`` -- Lasso from all ``N`` question scores to the full mean at a
   penalty where exactly ``n`` weights are non-zero (a descent of the
   penalty, then bisection to the count; see :func:`lasso_coreset`), and the
@@ -54,15 +55,14 @@ Standard deviations come from cross-validated residuals on the source models
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 from scipy.linalg import eigh
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, RidgeCV
-from threadpoolctl import threadpool_limits
 
+from .._parallel import one_blas_thread
 from ._base import ALPHAS, check_n, check_selected, check_source
 
 __all__ = [
@@ -96,22 +96,6 @@ def _check_positive(name: str, value, *, integer: bool = False) -> None:
         raise ValueError(f"{name} must be > 0; got {value!r}")
 
 
-def _single_blas_thread(method):
-    """Run ``method`` with one BLAS thread.
-
-    Everything here is small matrices or matrix-vector products, where BLAS
-    threads cost more in start-up and contention than they save (measured
-    about 3x slower with two threads on a busy two-core machine).
-    """
-
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        with threadpool_limits(1, user_api="blas"):
-            return method(*args, **kwargs)
-
-    return wrapper
-
-
 def kfold_ids(m: int, rng, n_folds: int = N_FOLDS) -> np.ndarray:
     """Fold label (0 .. ``min(n_folds, m) - 1``) of each of ``m`` models, in random order."""
     k = min(n_folds, m)
@@ -138,6 +122,9 @@ def draw_coresets(rng, n_questions: int, n: int, count: int) -> np.ndarray:
 
 def batched_ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Ridge regressions with intercept for a batch of design matrices at once.
+
+    Public for batches of unrelated problems; the search's folds share their
+    models, which :func:`coreset_cv_predictions` exploits instead.
 
     Minimizes ``||y - X w - b||^2 + alpha ||w||^2`` for every ``X`` in the
     batch (the intercept unpenalized, as :class:`sklearn.linear_model.Ridge`).
@@ -288,7 +275,7 @@ class RandomSearchLearn:
         self.n_search = n_search
         self.n_pilot = n_pilot
 
-    @_single_blas_thread
+    @one_blas_thread
     def fit(self, source, n: int, rng) -> RandomSearchLearn:
         """Search ``n_search`` random coresets of ``n`` questions on ``source`` (M x N).
 
@@ -322,7 +309,7 @@ class RandomSearchLearn:
         ]
         return float(ALPHAS[int(np.argmin(scores))])
 
-    @_single_blas_thread
+    @one_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -530,7 +517,7 @@ class LassoCoreset:
         self.bisect = bisect
         self.probes = probes
 
-    @_single_blas_thread
+    @one_blas_thread
     def fit(self, source, n: int, rng) -> LassoCoreset:
         """Fit on source models' scores (M x N); ``rng`` draws the CV folds."""
         x = check_source(source)
@@ -569,7 +556,7 @@ class LassoCoreset:
                 resid[test] = y[test] - fold_model.predict(x[test])
         return float(np.sqrt(np.mean(resid**2)))
 
-    @_single_blas_thread
+    @one_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -779,7 +766,7 @@ class DoubleOptimize:
         self.lr = lr
         self.holdout = holdout
 
-    @_single_blas_thread
+    @one_blas_thread
     def fit(self, source, n: int, rng) -> DoubleOptimize:
         """Fit on source models' scores (M x N); ``rng`` draws the folds and ``pi``'s starts."""
         x = check_source(source)
@@ -804,7 +791,7 @@ class DoubleOptimize:
         self.sd_ = float(np.sqrt(np.mean(resid**2)))
         return self
 
-    @_single_blas_thread
+    @one_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -969,7 +956,7 @@ class PCAImpute:
         self.max_iter = max_iter
         self.tol = tol
 
-    @_single_blas_thread
+    @one_blas_thread
     def fit(self, source, n: int, rng) -> PCAImpute:
         """Draw ``n`` random questions and choose the rank on ``source`` (M x N)."""
         ranks = tuple(self.ranks)
@@ -1017,7 +1004,7 @@ class PCAImpute:
         weights = _impute_weights(src_run, tgt_run, gram, rank, self.max_iter, self.tol)
         return (tgt_run.sum(axis=1) + weights @ unrun_sums) / self.n_questions
 
-    @_single_blas_thread
+    @one_blas_thread
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))

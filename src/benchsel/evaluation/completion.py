@@ -33,9 +33,8 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from .._parallel import map_tasks
+from .._parallel import map_tasks, one_blas_thread
 from ..calibration import range_excess
 from ..matrix import ScoreMatrix, Standardizer
 from ..prediction.completion import (
@@ -105,18 +104,9 @@ def _points_factor(values: np.ndarray) -> np.ndarray:
     return np.where((low >= 0) & (high <= 1), 100.0, 1.0)
 
 
-def _completion_fold(*args) -> dict:
-    """One fold of :func:`evaluate_completion` (see :func:`_completion_fold_body`).
-
-    BLAS runs on one thread, as it does in a joblib worker, so that a fold
-    rounds alike wherever it runs and ``n_jobs`` does not change a digit.
-    """
-    with threadpool_limits(1, user_api="blas"):
-        return _completion_fold_body(*args)
-
-
-def _completion_fold_body(values, mask, fold, methods, hide, level, seed, calibrate) -> dict:
-    """Every method fills the cells ``mask`` hides.
+@one_blas_thread  # rounds alike serially and in a joblib worker
+def _completion_fold(values, mask, fold, methods, hide, level, seed, calibrate) -> dict:
+    """One fold of :func:`evaluate_completion`: every method fills the cells ``mask`` hides.
 
     Returns, per method, the hidden cells' true scores, predictions,
     calibrated and raw interval ends and points factors, plus ``auto``'s

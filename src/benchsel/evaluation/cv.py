@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import ndtri
-from threadpoolctl import threadpool_limits
 
 from .. import names
-from .._parallel import map_tasks
+from .._parallel import map_tasks, one_blas_thread
 from ..calibration import range_excess
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
@@ -127,16 +126,12 @@ class CVResult:
         }
 
 
-def _fold(*args) -> dict:
-    # One BLAS thread per fold, in the parent as in joblib's workers: the
-    # matrices are small, and the same thread count makes serial and
-    # parallel runs agree to the last bit (near-ties in greedy gains would
-    # otherwise break differently).
-    with threadpool_limits(1, user_api="blas"):
-        return _fold_body(*args)
-
-
-def _fold_body(
+# One BLAS thread per fold, in the parent as in joblib's workers: the
+# matrices are small, and the same thread count makes serial and parallel
+# runs agree to the last bit (near-ties in greedy gains would otherwise break
+# differently).
+@one_blas_thread
+def _fold(
     values: np.ndarray,
     fold: Fold,
     objectives: tuple[str, ...],
