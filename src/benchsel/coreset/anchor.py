@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import RidgeCV
 
+from .._reuse import reused
 from ._base import ALPHAS, check_n, check_selected, check_source
 
 __all__ = [
@@ -413,8 +414,11 @@ def anchor_points(source, n: int, *, metric: str = "correlation", rng=None,
     """
     x = check_source(source)
     check_n(n, x.shape[1])
-    result = kmedoids(x.T, n, metric=metric, rng=rng, n_init=n_init,
-                      max_candidates=max_candidates)
+    # The anchor methods and their refits cluster the same sources alike (same rng).
+    result = reused("kmedoids", lambda: kmedoids(x.T, n, metric=metric, rng=rng, n_init=n_init,
+                                                 max_candidates=max_candidates),
+                    x, rng=rng, n=n, metric=metric, n_init=n_init,
+                    max_candidates=max_candidates)
     order = np.argsort(result.medoids)
     sizes = np.bincount(result.labels, minlength=n)[order]
     return result.medoids[order], sizes / x.shape[1], result

@@ -44,6 +44,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import names
 from .._parallel import map_tasks
+from .._reuse import reuse_fits
 from ..evaluation.metrics import (
     hamming_stability,
     json_record,
@@ -175,7 +176,8 @@ def run_trial(values, split, sources, seed, trial, names, n, calibrate=True) -> 
     One BLAS thread, so trials run in parallel do not fight over cores and
     results do not depend on ``jobs``. Every method gets the same generator,
     seeded ``[seed, trial, 1]``: the methods that draw random questions draw
-    the same ones.
+    the same ones, and the methods that repeat another's clustering or IRT
+    fit reuse it (:func:`benchsel._reuse.reuse_fits`).
 
     Returns
     -------
@@ -186,7 +188,7 @@ def run_trial(values, split, sources, seed, trial, names, n, calibrate=True) -> 
     """
     src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources)
     out = {"target": tgt, "source": src}
-    with threadpool_limits(1):
+    with threadpool_limits(1), reuse_fits():
         for name in names:
             rng = np.random.default_rng([seed, trial, 1])
             t0 = time.perf_counter()

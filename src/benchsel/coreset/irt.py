@@ -88,6 +88,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.cluster import KMeans
 
+from .._reuse import reused
 from ._base import check_n, check_selected, check_source
 
 __all__ = [
@@ -537,7 +538,10 @@ class PIRT:
         self.n_init = n_init
 
     def _fit_irt(self, x: np.ndarray) -> IRTFit:
-        return fit_irt(x, dim=self.dim, hierarchical=self.hierarchical, max_iter=self.max_iter)
+        # p-irt, gp-irt and gp-irt++ fit the same model on the same sources.
+        return reused("irt", lambda: fit_irt(x, dim=self.dim, hierarchical=self.hierarchical,
+                                             max_iter=self.max_iter),
+                      x, dim=self.dim, hierarchical=self.hierarchical, max_iter=self.max_iter)
 
     def fit(self, source, n: int, rng):
         x = check_source(source, unit_interval=True)

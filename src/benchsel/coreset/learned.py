@@ -847,18 +847,30 @@ def _impute_weights(
     known = known - known.mean(axis=0)
     k_known = known @ known.T
     weights = np.full((r, m), 1.0 / m)
-    stack = np.vstack([np.eye(m), weights])  # [I; A], updated in place below
+    weighted_gram = weights @ gram  # A G, carried from one iteration to the next
+    kernel = np.empty((rows, rows))
     for _ in range(max_iter):
         w = (1.0 + weights.sum(axis=0)) / rows
-        b = stack - w
-        kernel = k_known + b @ gram @ b.T
+        # B G B^T with B = S - 1 w^T and S = [I; A], from its blocks: S G S^T is
+        # [[G, G A^T], [A G, A G A^T]], and the centring subtracts u 1^T + 1 u^T
+        # and adds (w^T G w) 1 1^T, with u = S G w. Only A G costs O(R M^2),
+        # where the plain product B G B^T costs O((M + R)^2 M).
+        gw = gram @ w
+        u = np.concatenate([gw, weights @ gw])
+        kernel[:m, :m] = gram
+        kernel[m:, :m] = weighted_gram
+        kernel[:m, m:] = weighted_gram.T
+        kernel[m:, m:] = weighted_gram @ weights.T
+        kernel -= u[:, None] + u[None, :] - w @ gw
+        kernel += k_known
         _, vecs = eigh(kernel, subset_by_index=[rows - rank, rows - 1])
-        new = w + (vecs[m:] @ vecs.T) @ b
-        diff = new - weights
-        change = np.sum((diff @ gram) * diff)
-        size = np.sum((new @ gram) * new)
-        weights = new
-        stack[m:] = new
+        # V^T B, again from the blocks of S: V_S^T + V_A^T A - (V^T 1) w^T.
+        projected = vecs[:m].T + vecs[m:].T @ weights - np.outer(vecs.sum(axis=0), w)
+        new = w + vecs[m:] @ projected
+        new_gram = new @ gram
+        change = np.sum((new_gram - weighted_gram) * (new - weights))
+        size = np.sum(new_gram * new)
+        weights, weighted_gram = new, new_gram
         if change <= tol**2 * size:
             break
     return weights
