@@ -180,13 +180,14 @@ def coreset_cv_predictions(
     """Out-of-fold ridge predictions of ``target`` from each coreset's scores.
 
     The ridges of :func:`batched_ridge` (intercept unpenalized), solved from
-    sufficient statistics. With the models grouped by fold, each fold's
-    Gram matrix ``X_f^T X_f`` is one product over a contiguous block of
-    rows; all models' is their sum, and a fold's training models have all
-    models' minus the fold's, centred as ``G - m_train xbar xbar^T`` (and
-    likewise for the sums and ``X^T y``). That is one pass over each
-    candidate's scores where centring a copy per fold took three. The tests
-    check it against scikit-learn fold by fold.
+    sufficient statistics. Each fold's Gram matrix ``X_f^T X_f``, sums and
+    ``X_f^T y`` come from that fold's models alone (their scores stored by
+    question, so a candidate's are one contiguous block); all models' are
+    their sum, and a fold's training models have all models' minus the
+    fold's, centred as ``G - m_train xbar xbar^T`` (and likewise for the
+    right-hand side). That is one pass over each candidate's scores where
+    centring a copy per fold took three. The tests check it against
+    scikit-learn fold by fold.
 
     Parameters
     ----------
@@ -212,32 +213,34 @@ def coreset_cv_predictions(
     m = source.shape[0]
     n = coresets.shape[1]
     chunk = chunk or max(1, 4_000_000 // (m * n))
-    order = np.argsort(folds, kind="stable")  # each fold a contiguous block of rows
-    bounds = np.concatenate([[0], np.cumsum(np.unique(folds, return_counts=True)[1])])
-    blocks = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    y = np.asarray(target, dtype=float)[order]
-    # a coreset's scores are then contiguous rows, models in fold order
-    by_question = np.ascontiguousarray(np.asarray(source, dtype=float)[order].T)
-    ridge = alpha * np.eye(n)
+    y = np.asarray(target, dtype=float)
+    source = np.asarray(source, dtype=float)
+    members = [np.flatnonzero(folds == f) for f in np.unique(folds)]
+    by_fold = [np.ascontiguousarray(source[rows].T) for rows in members]  # (N, m_f) each
+    ones_and_y = [np.stack([np.ones(len(rows)), y[rows]], axis=1) for rows in members]
+    y_total = y.sum()
+    diagonal = np.arange(n)
     out = np.empty((len(coresets), m))
     for start in range(0, len(coresets), chunk):
-        x = by_question[coresets[start:start + chunk]]  # (B, n, M)
-        grams = [np.matmul(x[:, :, b], x[:, :, b].transpose(0, 2, 1)) for b in blocks]
-        sums = [x[:, :, b] @ np.ones(b.stop - b.start) for b in blocks]  # faster than .sum
-        cross = [x[:, :, b] @ y[b] for b in blocks]
-        g_all, s_all, c_all = sum(grams), sum(sums), sum(cross)
-        pred = np.empty((len(x), m))
-        for f, b in enumerate(blocks):
-            m_train = m - (b.stop - b.start)
-            xbar = (s_all - sums[f]) / m_train
-            ybar = (y.sum() - y[b].sum()) / m_train
-            gram = g_all - grams[f] - m_train * xbar[:, :, None] * xbar[:, None, :] + ridge
+        picked = coresets[start:start + chunk]
+        xs = [scores[picked] for scores in by_fold]  # (B, n, m_f) each
+        grams = [x @ x.transpose(0, 2, 1) for x in xs]
+        stats = [x @ w for x, w in zip(xs, ones_and_y)]  # (B, n, 2): sums and X^T y
+        gram_all, stats_all = sum(grams), sum(stats)
+        for f, (x, rows) in enumerate(zip(xs, members)):
+            m_train = m - len(rows)
+            train = stats_all - stats[f]
+            xbar = train[:, :, 0] / m_train
+            ybar = (y_total - y[rows].sum()) / m_train
+            gram = gram_all - grams[f]
+            gram -= m_train * (xbar[:, :, None] * xbar[:, None, :])
+            gram[:, diagonal, diagonal] += alpha
             # over the training models, sum (x - xbar)(y - ybar) = x^T y - m xbar ybar
-            rhs = c_all - cross[f] - m_train * ybar * xbar
-            coef = np.linalg.solve(gram, rhs[..., None])[..., 0]
-            intercept = ybar - np.einsum("bn,bn->b", xbar, coef)
-            pred[:, b] = np.einsum("bnm,bn->bm", x[:, :, b], coef) + intercept[:, None]
-        out[start:start + chunk, order] = pred
+            rhs = train[:, :, 1] - m_train * ybar * xbar
+            coef = np.linalg.solve(gram, rhs[..., None])  # (B, n, 1)
+            intercept = ybar - (xbar[:, None, :] @ coef)[:, 0, 0]
+            out[start:start + chunk, rows] = (coef.transpose(0, 2, 1) @ x)[:, 0, :] \
+                + intercept[:, None]
     return out
 
 
