@@ -122,6 +122,23 @@ def test_huge_scores_do_not_become_nan():
     assert np.all(np.isfinite(pred.mean)) and np.all(np.isfinite(pred.std))
 
 
+def test_a_score_of_1e300_beside_tiny_ones_predicts_finite_json(tmp_path, capsys):
+    # Found by the big property profile: the column mean's spread and the
+    # percentage errors of `auto`'s choice overflowed (numpy warnings, then inf in JSON).
+    path = tmp_path / "board.csv"
+    path.write_text("model,b0,b1\nm0,1.2166763139521995e-07,1e+300\n"
+                    "m1,2.7026647330302875e-07,-1.4035604143131183e-07\n"
+                    "m2,-3.1244603025485524e-07,-5.300371384823358e-07\n")
+    assert main(["predict", str(path), "--observed", "b0=1.2166763139521995e-07",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "encountered" not in captured.err
+    out = json.loads(captured.out)
+    cells = [p for p in out["predictions"] if p["benchmark"] == "b1"]
+    assert cells and all(np.isfinite([c["mean"], c["std"], c["low"], c["high"]]).all()
+                         for c in cells)
+
+
 def test_budget_tie_prefers_the_cheaper_equal_selection():
     s = np.array([[1, 0.9, 0.9, 0], [0.9, 1, 0.9, 0], [0.9, 0.9, 1, 0], [0, 0, 0, 1.0]])
     res = run_greedy(s, objective="mi", costs=[10, 1, 1, 1], budget=10)

@@ -117,11 +117,14 @@ def _damaged_archives(tmp_path):
              benchmarks=np.array(helm.items))
     good = buf.getvalue()
     header = good.find(b"'shape': (")
+    central = good.find(b"PK\x01\x02")
     cases = {
         "truncated": good[: len(good) // 2],
         "bad-crc": good[:400] + bytes([good[400] ^ 0xFF]) + good[401:],
         "huge-shape": good[: header + 10] + b"99999999999" + good[header + 10:],
         "garbled": good[:200] + b"\x00" * 300 + good[500:],
+        # bit 0 of a member's flags in the central directory: "encrypted"
+        "encrypted-flag": good[:central + 8] + bytes([good[central + 8] | 1]) + good[central + 9:],
     }
     for name, data in cases.items():
         path = tmp_path / f"{name}.npz"

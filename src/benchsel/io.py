@@ -347,9 +347,10 @@ def _from_long(
 
 # ----------------------------------------------------------------------- NPZ
 #: What a damaged archive raises while numpy reads it (a bad CRC, a truncated or
-#: garbled member, a header declaring an absurd shape, an unsupported zip version).
+#: garbled member, a header declaring an absurd shape, an unsupported zip version,
+#: a flipped bit that marks a member encrypted: zipfile's RuntimeError).
 _DAMAGED = (OSError, EOFError, MemoryError, KeyError, TypeError, AttributeError,
-            NotImplementedError, SyntaxError, UnicodeDecodeError, OverflowError)
+            NotImplementedError, SyntaxError, UnicodeDecodeError, OverflowError, RuntimeError)
 
 
 def _read_npz(path: Path) -> ScoreMatrix:

@@ -325,16 +325,7 @@ class Standardizer:
         """
         if not (np.isfinite(scale_floor) and scale_floor >= 0):
             raise ValueError(f"scale_floor must be a non-negative number; got {scale_floor!r}")
-        obs = ~np.isnan(values)
-        count = obs.sum(axis=0)
-        filled = np.where(obs, values, 0.0)
-        mean = filled.sum(axis=0) / np.maximum(count, 1)
-        resid = np.where(obs, values - mean, 0.0)
-        # Scale by the largest residual before squaring so that huge scores
-        # cannot overflow to an infinite spread.
-        big = np.abs(resid).max(axis=0, initial=0.0)
-        unit = np.where(big > 0, big, 1.0)
-        spread = unit * np.sqrt(((resid / unit) ** 2).sum(axis=0) / np.maximum(count - 1, 1))
+        count, mean, spread = column_moments(values)
         # A spread below 1e-12 of the column's magnitude is rounding, not signal.
         tiny = 1e-12 * np.maximum(np.abs(mean), 1.0)
         if scale_floor > 0:
@@ -354,6 +345,24 @@ class Standardizer:
         """Map standardized values back to original units."""
         sl = slice(None) if columns is None else columns
         return z * self.scale[sl] + self.mean[sl]
+
+
+def column_moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observed count, mean and sample standard deviation of each column, NaN = missing.
+
+    The standard deviation (ddof 1) is 0 for a column with fewer than two
+    observed values, and so is the mean of a column with none. Residuals are
+    scaled by the column's largest before squaring, so that scores up to
+    :data:`MAX_MAGNITUDE` cannot overflow to an infinite spread.
+    """
+    obs = ~np.isnan(values)
+    count = obs.sum(axis=0)
+    mean = np.where(obs, values, 0.0).sum(axis=0) / np.maximum(count, 1)
+    resid = np.where(obs, values - mean, 0.0)
+    big = np.abs(resid).max(axis=0, initial=0.0)
+    unit = np.where(big > 0, big, 1.0)
+    spread = unit * np.sqrt(((resid / unit) ** 2).sum(axis=0) / np.maximum(count - 1, 1))
+    return count, mean, spread
 
 
 def model_strength(values: np.ndarray, standardizer: Standardizer | None = None) -> np.ndarray:

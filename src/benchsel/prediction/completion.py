@@ -38,7 +38,7 @@ from ..bounds import column_scale
 from ..calibration import Calibration, fit_calibration, range_excess
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
-from ..matrix import Standardizer
+from ..matrix import Standardizer, column_moments
 from ..splits import completion_masks
 
 __all__ = [
@@ -118,10 +118,10 @@ def complete_mean(values: np.ndarray) -> Completion:
     A column with a single observed score has no spread of its own; it gets
     the median coefficient of variation of the other columns times its value.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mu = np.nanmean(values, axis=0)
-        sd = np.nanstd(values, axis=0, ddof=1)
+    count, mu, sd = column_moments(values)  # overflow-safe for scores up to 1e300
+    mu = np.where(count > 0, mu, np.nan)
+    sd = np.where(count > 1, sd, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.abs(sd / mu)
     ratio = ratio[np.isfinite(ratio)]
     cv = float(np.median(ratio)) if ratio.size else 0.0
@@ -345,7 +345,8 @@ def median_ape(true: np.ndarray, pred: np.ndarray) -> float:
     if not positive.size:
         return float("nan")
     nonzero = size > 1e-6 * np.median(positive)
-    ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / size[nonzero]
+    with np.errstate(over="ignore"):  # an error of 1e300 on a score of 1e-7 is infinite here
+        ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / size[nonzero]
     return float(np.median(ape)) if ape.size else float("nan")
 
 
