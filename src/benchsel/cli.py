@@ -269,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "model; paper follows the paper's published code (drops models with no "
                    "selected item observed, scores columns too sparse to model against the "
                    "training mean)")
+    p.add_argument("--predictor", choices=list(COMPLETION_METHODS), default="gaussian",
+                   help="cv/extrapolation: what predicts the unselected benchmarks: gaussian "
+                   "(default; the paper's conditional mean), or a method as 'predict --method' "
+                   "uses it for a new model (auto: chosen by cross-validation on the training "
+                   "models; gp: gaussian plus a residual Gaussian process); slower: a "
+                   "completion per k and fold, so keep --k-max and --objectives small")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
     p.add_argument("--jobs", type=int, default=1,
                    help="cv and complete folds (and lm-eval sample logs) in parallel (joblib; "

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -959,6 +960,9 @@ def cmd_evaluate(args) -> int:
         common["transform"] = args.transform
         common["scoring"] = args.scoring
         common["calibrate"] = calibrate
+        common["predictor"] = args.predictor
+    elif args.predictor != "gaussian":
+        raise ValueError(f"--predictor is not supported by the {args.protocol} protocol")
     elif args.transform != "none":
         raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
     elif args.scoring != "default":
@@ -1033,6 +1037,12 @@ def cmd_evaluate(args) -> int:
         if args.protocol == "cv"
         else "fit on the weakest 50% of models, predict the strongest 30%"
     )
+    if result.predictor != "gaussian":
+        setup += f", predictor {result.predictor}"
+        if result.predictor == "auto":
+            picked = Counter(m for obj in result.choices.values() for fold in obj
+                             for m in fold if m)
+            setup += " (chose " + ", ".join(f"{m} {n}x" for m, n in picked.most_common()) + ")"
     text = (
         f"{args.protocol}: {setup}, {head}\n"
         + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",

@@ -21,7 +21,7 @@ OBJECTIVES = ("mi", "entropy", "random")
 SCORINGS = ("default", "paper")
 #: Completion methods (:data:`benchsel.prediction.COMPLETERS`).
 COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
-                      "gaussian+svd", "auto")
+                      "gaussian+svd", "gp", "auto")
 #: Question-level methods (:data:`benchsel.coreset.methods.METHODS`).
 CORESET_METHODS = ("random-sampling", "random-sampling-learn", "aipw", "gaussian-greedy",
                    "gaussian-dr", "guarded-ensemble", "random-search-learn", "lasso",

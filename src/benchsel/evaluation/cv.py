@@ -94,6 +94,12 @@ class CVResult:
         Per-fold R^2 (NaN where a fold had no scored cell).
     orders : dict objective -> list of list of str
         Each fold's selection order.
+    predictor : str
+        What predicted the unselected items (``gaussian``: the conditional
+        mean; otherwise a completion method or ``auto``).
+    choices : dict objective -> list of list of str
+        With a predictor other than ``gaussian``: per fold and k, the method
+        that predicted (``auto``'s choice); empty otherwise.
     """
 
     dataset: str
@@ -105,6 +111,8 @@ class CVResult:
     orders: dict = field(repr=False)
     protocol: str = "cv"
     scoring: str = "default"
+    predictor: str = "gaussian"
+    choices: dict = field(default_factory=dict, repr=False)
 
     def row(self, objective: str, k: int) -> CVRow:
         for r in self.rows:
@@ -120,6 +128,8 @@ class CVResult:
             # The extrapolation split has no holdout fraction, only weak/strong shares.
             "holdout": self.holdout if self.protocol == "cv" else None,
             "scoring": self.scoring,
+            "predictor": self.predictor,
+            **({"choices": self.choices} if self.choices else {}),
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.rows],
             "orders": self.orders,
@@ -144,6 +154,7 @@ def _fold(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
+    predictor: str = "gaussian",
 ) -> dict:
     std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
@@ -201,11 +212,17 @@ def _fold(
         raw_cover = np.full(k_max, np.nan)
         ent = np.full(k_max, np.nan)
         mi = np.full(k_max, np.nan)
+        chosen = [None] * k_max
         for k in range(1, k_top + 1):
             sel = greedy.indices[:k]
             given = np.full_like(z_in, np.nan)
             given[:, sel] = z_in[:, sel]
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
+            other = None
+            if predictor != "gaussian":
+                other = _by_completion(values, fold, cols, sel, predictor, std, level)
+                chosen[k - 1] = other[3]
+                other = None if other[0] is None else other
             scored = observed.copy()
             scored[:, sel] = False
             y_extra = np.empty(0)
@@ -216,14 +233,27 @@ def _fold(
             y, pred = z_val[scored], np.empty(0)
             if y.size:
                 sd = np.sqrt(var)
-                pred, low, high = (a[scored] for a in to_targets(mu, sd))
-                raw_cover[k - 1] = cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                factor = np.ones(len(sd))
                 if calibrator is not None:
                     given_items = np.zeros(cols.size, dtype=bool)
                     given_items[sel] = True
                     cal = calibrator.calibration(given_items, level)
                     factor = cal.factor(range_excess(z_train[:, sel], given[:, sel]))
-                    _, low, high = (a[scored] for a in to_targets(mu, sd * factor[:, None]))
+                sd_cal = sd * factor[:, None]
+                if other is not None:
+                    # The method's cells replace the Gaussian's; the cells it
+                    # cannot predict keep the Gaussian's, as `predict` does.
+                    o_mu, o_sd, o_cal = other[:3]
+                    ok = ~(np.isnan(o_mu) | np.isnan(o_sd))
+                    o_factor = (o_cal.factor(range_excess(z_train[:, sel], given[:, sel]))
+                                if calibrate else np.ones(len(sd)))
+                    mu = np.where(ok, o_mu, mu)
+                    sd = np.where(ok, o_sd, sd)
+                    sd_cal = np.where(ok, o_sd * o_factor[:, None], sd_cal)
+                pred, low, high = (a[scored] for a in to_targets(mu, sd))
+                raw_cover[k - 1] = cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                if calibrator is not None or other is not None:
+                    _, low, high = (a[scored] for a in to_targets(mu, sd_cal))
                     cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
             y = np.concatenate([y, y_extra])
             if np.any(y != 0):
@@ -241,8 +271,55 @@ def _fold(
             "mi": mi,
             "residual": resid,
             "order": cols[greedy.indices],
+            "chosen": chosen,
         }
     return out
+
+
+def _by_completion(values, fold, cols, sel, predictor, std, level):
+    """A completion method's predictions of the validation models from the selected items.
+
+    As :meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
+    does for a new model: the training models' raw scores stacked on the
+    validation models' selected scores are completed by ``predictor``
+    (``auto``: the method that wins :func:`~benchsel.prediction.choose_completer`
+    on the training models with the selected items given), and its standard
+    deviations are calibrated on the training models with the same items
+    given. Nothing of a validation model but its selected scores is seen.
+
+    Returns
+    -------
+    mu, sd : ndarray (validation models, len(cols)) or None
+        Standardized like the targets; NaN where the method did not predict.
+        None when the method is ``gaussian``: the protocol's Gaussian
+        conditional then stands.
+    calibration : Calibration or None
+    method : str
+        The method used (``auto``'s choice).
+    """
+    from ..prediction.completion import (
+        CompletionCache,
+        calibrate_completion,
+        choose_completer,
+        complete,
+    )
+
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[cols[sel]] = True
+    train = values[fold.train]
+    new = np.where(given, values[fold.validation], np.nan)
+    cache = CompletionCache()
+    method = predictor
+    if predictor == "auto":
+        method = choose_completer(train, given=given, cache=cache).method
+    if method == "gaussian":  # the protocol's own Gaussian, fitted on the same models
+        return None, None, None, method
+    res = complete(np.vstack([train, new]), method, cache=cache)
+    rows = slice(train.shape[0], None)
+    mu = std.transform(res.mean[rows][:, cols], cols)
+    sd = res.std[rows][:, cols] / std.scale[cols]
+    calibration = calibrate_completion(train, method, level=level, given=given, cache=cache)
+    return mu, sd, calibration, method
 
 
 def _nanmean(a: np.ndarray) -> float:
@@ -255,7 +332,14 @@ def _nanstd(a: np.ndarray) -> float:
     return float(a.std()) if a.size else float("nan")
 
 
-def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default") -> ScoreMatrix:
+def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
+                  predictor="gaussian", transform="none") -> ScoreMatrix:
+    from ..prediction.completion import COMPLETERS
+
+    if predictor not in COMPLETERS:
+        raise ValueError(f"predictor must be one of {', '.join(COMPLETERS)}; got {predictor!r}")
+    if predictor != "gaussian" and transform != "none":
+        raise ValueError(f"predictor {predictor!r} works on raw scores; use it without a transform")
     if scoring not in SCORINGS:
         raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}; got {scoring!r}")
     for obj in objectives:
@@ -290,15 +374,18 @@ def _evaluate(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
+    predictor: str = "gaussian",
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
-            calibrate)
+            calibrate, predictor)
     per_fold = map_tasks(_fold, ((scores.values, f, *args) for f in splits), n_jobs=n_jobs,
                          backend=backend, progress=progress)
-    rows, r2, orders = [], {}, {}
+    rows, r2, orders, choices = [], {}, {}, {}
     for obj in objectives:
+        if predictor != "gaussian":
+            choices[obj] = [pf[obj]["chosen"] for pf in per_fold]
         stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
                  ("r2", "coverage", "raw_coverage", "entropy", "mi", "residual")}
         r2[obj] = stack["r2"]
@@ -336,6 +423,8 @@ def _evaluate(
         orders=orders,
         protocol=protocol,
         scoring=scoring,
+        predictor=predictor,
+        choices=choices,
     )
 
 
@@ -357,6 +446,7 @@ def cross_validate(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
+    predictor: str = "gaussian",
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -402,16 +492,30 @@ def cross_validate(
         measuring ``interval_coverage``; ``uncalibrated_coverage`` is that of
         the uncalibrated conditional variance. ``False`` skips the extra
         fits and reports the uncalibrated coverage in both.
+    predictor : str, default "gaussian"
+        What predicts the unselected items from the selected ones:
+        ``gaussian``, the fold's Gaussian conditional (the paper's
+        protocol); ``auto`` or another method of
+        :data:`~benchsel.prediction.COMPLETERS`, as ``benchsel predict
+        --method`` predicts a new model: the training models' raw scores
+        stacked on the validation models' selected ones are completed by the
+        method (``auto``: the winner of a cross-validation on the training
+        models with the selected items given; ``gp``: the Gaussian plus a
+        residual Gaussian process), its error bars calibrated on the
+        training models, and cells it cannot predict keep the Gaussian's.
+        Selection is unchanged. Each ``k`` of each objective then costs a
+        completion (``auto``: a dozen), so keep ``k_max`` and the objectives
+        to what is needed.
 
     Returns
     -------
     CVResult
     """
-    scores = _check_common(scores, objectives, k_max, scoring)
+    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
                      clip, level, seed, n_jobs, backend, progress, transform, scoring,
-                     calibrate)
+                     calibrate, predictor)
 
 
 def extrapolate(
@@ -429,6 +533,7 @@ def extrapolate(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
+    predictor: str = "gaussian",
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -438,10 +543,10 @@ def extrapolate(
     :func:`cross_validate` (one split, so ``r2_std`` and ``stability`` are
     undefined and reported as ``None``). Interval coverage says whether the
     error bars stay honest for models stronger than any the model has seen.
-    ``scoring`` and ``calibrate`` are as in :func:`cross_validate`.
+    ``scoring``, ``calibrate`` and ``predictor`` are as in :func:`cross_validate`.
     """
-    scores = _check_common(scores, objectives, k_max, scoring)
+    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
     split = strength_split(scores.values, train_fraction, test_fraction)
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
                      covariance, ridge, clip, level, seed, 1, transform=transform,
-                     scoring=scoring, calibrate=calibrate)
+                     scoring=scoring, calibrate=calibrate, predictor=predictor)

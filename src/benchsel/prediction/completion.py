@@ -14,6 +14,9 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
   with the target that the model has, in logit space.
 * ``svd+ridge`` -- their average where both predict (the published blend).
 * ``gaussian+svd`` -- the average of ``gaussian`` and ``svd``.
+* ``gp`` -- ``gaussian`` plus a Gaussian-process correction of its
+  residuals from the benchmarks a row has, for rows with at most 10
+  observed scores (:mod:`benchsel.prediction.gp`); ``gaussian`` elsewhere.
 * ``auto`` -- the method that wins a cross-validation on the matrix itself
   (:func:`choose_completer`: the ``complete`` protocol's hidden cells, but
   drawn from the matrix being completed, so a held-out cell of an outer
@@ -40,6 +43,7 @@ from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer, column_moments
 from ..splits import completion_masks
+from .gp import residual_process
 
 __all__ = [
     "Completion",
@@ -130,7 +134,8 @@ def complete_mean(values: np.ndarray) -> Completion:
     return _finish(values, np.broadcast_to(mu, shape), np.broadcast_to(sd, shape))
 
 
-def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
+def _complete_gaussian(values: np.ndarray, covariance: str, residual_gp: bool = False
+                       ) -> Completion:
     std = fit_standardizer(values, covariance)
     cols = np.flatnonzero(~std.constant)
     # Columns that cannot be standardized fall back to their mean.
@@ -141,13 +146,23 @@ def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_covariance(z, covariance)
     mu, var = conditional_moments(z, est.mean, est.covariance)
+    sd_z = np.sqrt(var)
+    if residual_gp:
+        gp_mu, gp_sd = residual_process(z, est.mean, est.covariance)
+        corrected = ~np.isnan(gp_mu)
+        mu, sd_z = np.where(corrected, gp_mu, mu), np.where(corrected, gp_sd, sd_z)
     mean[:, cols] = std.inverse(mu, cols)
-    sd[:, cols] = np.sqrt(var) * std.scale[cols]
+    sd[:, cols] = sd_z * std.scale[cols]
     return _finish(values, mean, sd)
 
 
 def complete_gaussian(values: np.ndarray) -> Completion:
     return _complete_gaussian(values, "auto")
+
+
+def complete_gp(values: np.ndarray) -> Completion:
+    """``gaussian`` with the residual process of :mod:`benchsel.prediction.gp` where it applies."""
+    return _complete_gaussian(values, "auto", residual_gp=True)
 
 
 def complete_gaussian_em(values: np.ndarray) -> Completion:
@@ -326,6 +341,7 @@ COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
     "ridge": complete_ridge,
     "svd+ridge": complete_svd_ridge,
     "gaussian+svd": complete_gaussian_svd,
+    "gp": complete_gp,
     "auto": lambda values: complete_auto(values),
 }
 

@@ -1,0 +1,150 @@
+"""The residual Gaussian process (``gp``) and predictors other than the Gaussian in cv."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+import benchsel
+from benchsel.evaluation import cross_validate, extrapolate
+from benchsel.evaluation.cv import _by_completion
+from benchsel.gaussian.covariance import fit_standardizer
+from benchsel.prediction import complete
+from benchsel.prediction import gp as residual_gp
+from benchsel.splits import kfold_with_holdout
+
+
+def _curved(m=240, seed=0):
+    """Models on a latent strength t: three benchmarks linear in t, three that bend."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(-2, 2, m)
+    noise = lambda: 0.1 * rng.standard_normal(m)  # noqa: E731
+    cols = [t + noise(), 0.8 * t + noise(), 1.2 * t + noise(),
+            t**2 + noise(), np.abs(t) + noise(), np.tanh(2 * t) + noise()]
+    return np.column_stack(cols) * 10 + 50
+
+
+def test_fit_matches_direct_solves_and_the_grid_optimum():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((60, 3))
+    y = np.sin(x[:, 0]) + 0.3 * x[:, 1] ** 2 + 0.1 * rng.standard_normal(60)
+    fit = residual_gp.fit_residual_gp(x, y)
+    # The chosen hyperparameters maximize the profile likelihood over the grid,
+    # evaluated here with determinants instead of eigenvalues.
+    best = -np.inf
+    centred = y - y.mean()
+    for length in residual_gp.LENGTH_SCALES:
+        k = residual_gp.rbf(x, x, length)
+        for lam in residual_gp.NOISE_RATIOS:
+            a = k + lam * np.eye(60)
+            s2 = centred @ np.linalg.solve(a, centred) / 60
+            ll = -30 * np.log(s2) - 0.5 * np.linalg.slogdet(a)[1]
+            if ll > best:
+                best, arg = ll, (length, lam)
+    assert (fit.length, fit.noise) == pytest.approx(arg)
+    assert fit.log_likelihood == pytest.approx(best, rel=1e-9)
+    # Posterior mean and variance from explicit solves.
+    new = rng.standard_normal((7, 3))
+    a = residual_gp.rbf(x, x, fit.length) + fit.noise * np.eye(60)
+    cross = residual_gp.rbf(new, x, fit.length)
+    mean = y.mean() + cross @ np.linalg.solve(a, centred)
+    var = fit.scale * (1 - np.einsum("ij,ji->i", cross, np.linalg.solve(a, cross.T)) + fit.noise)
+    got_mean, got_sd = fit.predict(new)
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got_sd, np.sqrt(var), rtol=1e-7)
+
+
+def test_fit_agrees_with_scikit_learn_at_the_same_kernel():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((80, 4))
+    y = np.tanh(x @ np.array([1.0, -0.5, 0.3, 0.0])) + 0.2 * rng.standard_normal(80)
+    fit = residual_gp.fit_residual_gp(x, y)
+    # Ours is RBF in units of sqrt(p), scale s^2, white noise s^2 lam.
+    kernel = (ConstantKernel(fit.scale, "fixed") * RBF(fit.length * 2.0, "fixed")
+              + WhiteKernel(fit.scale * fit.noise, "fixed"))
+    ref = GaussianProcessRegressor(kernel, optimizer=None).fit(x, y - y.mean())
+    new = rng.standard_normal((9, 4))
+    mean, sd = ref.predict(new, return_std=True)
+    got_mean, got_sd = fit.predict(new)
+    np.testing.assert_allclose(got_mean, mean + y.mean(), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got_sd, sd, rtol=1e-6)
+
+
+def test_far_from_every_training_model_the_correction_vanishes():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((50, 2))
+    y = np.sin(2 * x[:, 0]) + 0.1 * rng.standard_normal(50)
+    fit = residual_gp.fit_residual_gp(x, y)
+    mean, sd = fit.predict(np.array([[40.0, -40.0]]))
+    assert mean[0] == pytest.approx(y.mean(), abs=1e-9)
+    assert sd[0] == pytest.approx(np.sqrt(fit.scale * (1 + fit.noise)))
+
+
+def test_gp_learns_what_the_linear_predictor_misses():
+    values = _curved()
+    rng = np.random.default_rng(0)
+    new = rng.choice(len(values), 40, replace=False)
+    hidden = values.copy()
+    hidden[new, 3:] = np.nan  # new models ran the three linear benchmarks only
+    truth = values[new, 3:]
+    gauss = complete(hidden, "gaussian").mean[new, 3:]
+    gp = complete(hidden, "gp")
+    err_gauss = np.sqrt(np.mean((gauss - truth) ** 2))
+    err_gp = np.sqrt(np.mean((gp.mean[new, 3:] - truth) ** 2))
+    assert err_gp < 0.5 * err_gauss
+    # Its error bars are the right size: most truths inside mean +- 1.645 sd.
+    inside = np.abs(gp.mean[new, 3:] - truth) <= 1.645 * gp.std[new, 3:]
+    assert 0.8 <= inside.mean() <= 0.99
+    # Observed cells are kept; rows with many scores get the Gaussian's cells.
+    np.testing.assert_array_equal(gp.mean[~np.isnan(hidden)], hidden[~np.isnan(hidden)])
+
+
+def test_rows_with_many_scores_and_too_few_training_rows_stay_gaussian():
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal((100, 14)) + rng.standard_normal((100, 1))
+    hidden = values.copy()
+    hidden[:5, 12:] = np.nan  # 12 observed: more than MAX_INPUTS
+    hidden[5:10, 1:] = np.nan  # one observed, but only 10 rows also have column 0...
+    hidden[10:100, 0] = np.nan  # ...since every other row lacks it
+    gauss, gp = complete(hidden, "gaussian"), complete(hidden, "gp")
+    np.testing.assert_array_equal(gp.mean, gauss.mean)
+    np.testing.assert_array_equal(gp.std, gauss.std)
+
+
+def test_cv_predictions_never_see_the_validation_models_other_scores():
+    data = benchsel.load_dataset("helm_lite").cleaned()
+    values = data.values
+    fold = kfold_with_holdout(data.n_models, 5, 0.1, 0)[0]
+    std = fit_standardizer(values[fold.train], "auto")
+    cols = np.flatnonzero(~std.constant)
+    sel = np.array([0, 3])
+    before = _by_completion(values, fold, cols, sel, "gp", std, 0.9)
+    changed = values.copy()
+    rest = np.setdiff1d(np.arange(values.shape[1]), cols[sel])
+    changed[np.ix_(fold.validation, rest)] = 1e3  # nonsense nobody may read
+    after = _by_completion(changed, fold, cols, sel, "gp", std, 0.9)
+    np.testing.assert_array_equal(before[0], after[0])
+    np.testing.assert_array_equal(before[1], after[1])
+    assert before[3] == "gp"
+
+
+def test_cv_with_gp_beats_the_gaussian_on_curved_scores():
+    scores = benchsel.ScoreMatrix(_curved(seed=5), models=[f"m{i}" for i in range(240)],
+                                  items=[f"b{j}" for j in range(6)])
+    kw = dict(objectives=("mi",), k_max=2, folds=4, calibrate=False)
+    gauss = cross_validate(scores, **kw)
+    gp = cross_validate(scores, predictor="gp", **kw)
+    assert gp.predictor == "gp" and gp.choices["mi"][0][:2] == ["gp", "gp"]
+    assert gp.row("mi", 1).r2_mean > gauss.row("mi", 1).r2_mean + 0.2
+    assert gp.row("mi", 2).r2_mean > gauss.row("mi", 2).r2_mean
+    auto = extrapolate(scores, objectives=("mi",), k_max=2, predictor="auto")
+    assert all(m in benchsel.prediction.COMPLETERS for m in auto.choices["mi"][0][:2])
+    assert "choices" in auto.to_dict() and auto.to_dict()["predictor"] == "auto"
+
+
+def test_predictor_is_validated():
+    scores = benchsel.load_dataset("helm_lite")
+    with pytest.raises(ValueError, match="predictor must be one of"):
+        cross_validate(scores, predictor="nope")
+    with pytest.raises(ValueError, match="without a transform"):
+        extrapolate(scores, predictor="gp", transform="logit")
