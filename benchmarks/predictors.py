@@ -8,7 +8,8 @@ with ``--predictor`` set: the selection is the same for every predictor,
 only what predicts the unselected benchmarks changes. Prints one Markdown
 row per board, predictor and k: R^2 (mean over seeds of the per-seed mean
 over folds) and calibrated 90% coverage, per objective; with
-``--extrapolation`` also the extrapolation split (one split, no seeds). For
+``--extrapolation`` also the extrapolation split (one split, no seeds;
+``--seeds 0`` runs only that). For
 ``auto`` it prints how often each method was chosen.
 """
 
@@ -26,6 +27,9 @@ from benchsel.evaluation import cross_validate, extrapolate
 
 def _rows(name, predictor, results, objectives, k_max, label):
     for k in range(1, k_max + 1):
+        if any((o, k) not in {(r.objective, r.k) for r in res.rows}
+               for res in results for o in objectives):
+            break  # fewer items than k_max + 1
         cells = []
         for o in objectives:
             r2 = np.mean([r.row(o, k).r2_mean for r in results])
@@ -61,8 +65,9 @@ def main() -> None:
             results = [cross_validate(data, objectives=objectives, k_max=args.k_max,
                                       predictor=predictor, seed=seed, n_jobs=args.jobs)
                        for seed in range(args.seeds)]
-            _rows(name, predictor, results, objectives, args.k_max,
-                  f"cv, {args.seeds} seeds ({time.perf_counter() - start:.0f} s)")
+            if results:
+                _rows(name, predictor, results, objectives, args.k_max,
+                      f"cv, {args.seeds} seeds ({time.perf_counter() - start:.0f} s)")
             if args.extrapolation:
                 start = time.perf_counter()
                 res = extrapolate(data, objectives=objectives, k_max=args.k_max,

@@ -99,16 +99,23 @@ def test_gp_learns_what_the_linear_predictor_misses():
     np.testing.assert_array_equal(gp.mean[~np.isnan(hidden)], hidden[~np.isnan(hidden)])
 
 
-def test_rows_with_many_scores_and_too_few_training_rows_stay_gaussian():
+def test_rows_with_many_scores_stay_gaussian_and_new_rows_do_not_sway_each_other():
     rng = np.random.default_rng(4)
     values = rng.standard_normal((100, 14)) + rng.standard_normal((100, 1))
     hidden = values.copy()
-    hidden[:5, 12:] = np.nan  # 12 observed: more than MAX_INPUTS
-    hidden[5:10, 1:] = np.nan  # one observed, but only 10 rows also have column 0...
-    hidden[10:100, 0] = np.nan  # ...since every other row lacks it
+    hidden[:5, 12:] = np.nan  # 12 observed: more than MAX_INPUTS, plain gaussian
+    hidden[5:40, 2:] = np.nan  # 35 new models run on two items
     gauss, gp = complete(hidden, "gaussian"), complete(hidden, "gp")
-    np.testing.assert_array_equal(gp.mean, gauss.mean)
-    np.testing.assert_array_equal(gp.std, gauss.std)
+    np.testing.assert_array_equal(gp.mean[:5], gauss.mean[:5])
+    np.testing.assert_array_equal(gp.std[:5], gauss.std[:5])
+    # The Gaussian under the process is fitted on the source models only: one
+    # new model's scores do not move another's prediction (they do under the
+    # transductive `gaussian` completer).
+    moved = hidden.copy()
+    moved[5, :2] += 3.0
+    others = slice(6, 40)
+    np.testing.assert_allclose(complete(moved, "gp").mean[others], gp.mean[others], atol=1e-12)
+    assert np.abs(complete(moved, "gaussian").mean[others] - gauss.mean[others]).max() > 1e-6
 
 
 def test_cv_predictions_never_see_the_validation_models_other_scores():
@@ -148,3 +155,29 @@ def test_predictor_is_validated():
         cross_validate(scores, predictor="nope")
     with pytest.raises(ValueError, match="without a transform"):
         extrapolate(scores, predictor="gp", transform="logit")
+
+
+def test_completion_calibration_with_a_pattern_holds_out_the_strongest_and_weakest():
+    from benchsel.matrix import model_strength
+    from benchsel.prediction.completion import completion_residuals
+
+    values = _curved(m=60, seed=6)
+    given = np.array([True, True, False, False, False, False])
+    residual, std, excess = completion_residuals(values, "gp", given=given, seed=0)
+    # The random third, then the weakest half predicting the strongest 30%
+    # from their given cells, then the reverse: each a completion of its own.
+    order = np.argsort(model_strength(values), kind="stable")
+    expected = []
+    rows = np.random.default_rng(0).permutation(60)[:20]
+    splits = [(np.setdiff1d(np.arange(60), rows), rows),
+              (order[:30], order[-18:]), (order[-30:], order[:18])]
+    for fit, held in splits:
+        keep = np.sort(np.concatenate([fit, held]))
+        sub = values[keep].copy()
+        hide = np.isin(keep, held)[:, None] & ~given
+        sub[hide] = np.nan
+        done = complete(sub, "gp")
+        expected.append(values[keep][hide] - done.mean[hide])
+    np.testing.assert_allclose(residual, np.concatenate(expected), rtol=1e-10, atol=1e-10)
+    assert len(std) == len(residual) == len(excess) == 20 * 4 + 18 * 4 * 2
+    assert (excess > 0).sum() > 18 * 4 // 2  # the strongest lie beyond the weakest half
