@@ -454,3 +454,16 @@ def test_a_warning_repeated_by_every_fit_prints_once(capsys, monkeypatch):
     # One line per distinct message (the fits differ only in how many
     # items vary among their models), not one per fit.
     assert 1 <= len(lines) <= 2 and len(set(lines)) == len(lines), lines
+
+
+def test_evaluate_with_another_predictor_reports_it_and_auto_choices(capsys):
+    out = run_json(capsys, "evaluate", "helm_lite", "--predictor", "auto", "--k-max", "2",
+                   "--objectives", "mi", "--folds", "3", "--quiet")
+    assert out["predictor"] == "auto"
+    assert len(out["choices"]["mi"]) == 3 and all(len(f) == 2 for f in out["choices"]["mi"])
+    code, text, _ = run(capsys, "evaluate", "helm_lite", "--predictor", "gp", "--k-max", "1",
+                        "--objectives", "mi", "--folds", "3", "--quiet")
+    assert code == 0 and "predictor gp" in text
+    code, _, err = run(capsys, "evaluate", "helm_lite", "--protocol", "complete",
+                       "--predictor", "gp")
+    assert code != 0 and "--predictor is not supported by the complete protocol" in err
