@@ -181,3 +181,15 @@ def test_completion_calibration_with_a_pattern_holds_out_the_strongest_and_weake
     np.testing.assert_allclose(residual, np.concatenate(expected), rtol=1e-10, atol=1e-10)
     assert len(std) == len(residual) == len(excess) == 20 * 4 + 18 * 4 * 2
     assert (excess > 0).sum() > 18 * 4 // 2  # the strongest lie beyond the weakest half
+
+
+def test_the_cache_reuses_the_gaussian_and_gives_the_same_completion():
+    from benchsel.prediction.completion import CompletionCache
+
+    hidden = _curved(seed=7)
+    hidden[:30, 3:] = np.nan
+    cache = CompletionCache()
+    cache.get(hidden, "gaussian")
+    cached, direct = cache.get(hidden, "gp"), complete(hidden, "gp")
+    np.testing.assert_array_equal(cached.mean, direct.mean)
+    np.testing.assert_array_equal(cached.std, direct.std)

@@ -155,15 +155,16 @@ def complete_gaussian(values: np.ndarray) -> Completion:
     return _complete_gaussian(values, "auto")
 
 
-def complete_gp(values: np.ndarray) -> Completion:
+def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Completion:
     """``gaussian``, but rows with at most ``MAX_INPUTS`` scores by :mod:`benchsel.prediction.gp`.
 
     Those rows (a plan's new models) are predicted by a Gaussian fitted on
     the other rows plus the residual process; with fewer than ``MIN_ROWS``
     other rows, or for a column constant on them, ``gaussian`` stands.
+    ``gaussian`` may be passed in when it was already computed for ``values``.
     """
     values = np.asarray(values, dtype=float)
-    done = complete_gaussian(values)
+    done = complete_gaussian(values) if gaussian is None else gaussian
     observed = ~np.isnan(values)
     n_obs = observed.sum(axis=1)
     todo = (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
@@ -524,8 +525,9 @@ class CompletionCache:
     same matrices again and again: :func:`choose_completer`'s first fold
     hides exactly the cells :func:`completion_residuals` hides (same
     ``hide`` and ``seed``), ``auto`` completes with a method already
-    compared, and a blend repeats its parts. Every completer is a
-    deterministic function of the matrix, so a completion is keyed by the
+    compared, a blend repeats its parts, and ``gp`` starts from
+    ``gaussian``. Every completer is a deterministic function of the
+    matrix, so a completion is keyed by the
     method and a digest of the matrix's bytes and computed once. Keep a
     cache no longer than the matrices it serves (one fold of a protocol):
     each entry holds two arrays the size of the matrix.
@@ -542,6 +544,8 @@ class CompletionCache:
             parts = _BLENDS.get(method)
             if parts:
                 done = _blend(self.get(values, parts[0]), self.get(values, parts[1]))
+            elif method == "gp":  # auto compares it with gaussian: fit that once
+                done = complete_gp(values, self.get(values, "gaussian"))
             elif method == "auto":
                 done = complete_auto(values, cache=self)
             else:

@@ -194,7 +194,7 @@ def residual_process(z: np.ndarray, mean: np.ndarray, sigma: np.ndarray, rows: n
         members = np.flatnonzero(inverse == g)
         given = np.flatnonzero(pattern)
         train = np.flatnonzero(z_obs[:, given].all(axis=1) & (z_obs.sum(axis=1) > given.size))
-        if not given.size or train.size < MIN_ROWS:
+        if not given.size or train.size < MIN_ROWS:  # nothing to regress on, or too few
             continue
         # The training models conditioned on the pattern's items only: what
         # their residuals are residuals from.
