@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel, RationalQuadratic, WhiteKernel
 
 import benchsel
 from benchsel.evaluation import cross_validate, extrapolate
@@ -34,7 +34,7 @@ def test_fit_matches_direct_solves_and_the_grid_optimum():
     best = -np.inf
     centred = y - y.mean()
     for length in residual_gp.LENGTH_SCALES:
-        k = residual_gp.rbf(x, x, length)
+        k = residual_gp.kernel(x, x, length)
         for lam in residual_gp.NOISE_RATIOS:
             a = k + lam * np.eye(60)
             s2 = centred @ np.linalg.solve(a, centred) / 60
@@ -45,8 +45,8 @@ def test_fit_matches_direct_solves_and_the_grid_optimum():
     assert fit.log_likelihood == pytest.approx(best, rel=1e-9)
     # Posterior mean and variance from explicit solves.
     new = rng.standard_normal((7, 3))
-    a = residual_gp.rbf(x, x, fit.length) + fit.noise * np.eye(60)
-    cross = residual_gp.rbf(new, x, fit.length)
+    a = residual_gp.kernel(x, x, fit.length) + fit.noise * np.eye(60)
+    cross = residual_gp.kernel(new, x, fit.length)
     mean = y.mean() + cross @ np.linalg.solve(a, centred)
     var = fit.scale * (1 - np.einsum("ij,ji->i", cross, np.linalg.solve(a, cross.T)) + fit.noise)
     got_mean, got_sd = fit.predict(new)
@@ -59,8 +59,10 @@ def test_fit_agrees_with_scikit_learn_at_the_same_kernel():
     x = rng.standard_normal((80, 4))
     y = np.tanh(x @ np.array([1.0, -0.5, 0.3, 0.0])) + 0.2 * rng.standard_normal(80)
     fit = residual_gp.fit_residual_gp(x, y)
-    # Ours is RBF in units of sqrt(p), scale s^2, white noise s^2 lam.
-    kernel = (ConstantKernel(fit.scale, "fixed") * RBF(fit.length * 2.0, "fixed")
+    # Ours is rational quadratic (alpha 1) in units of sqrt(p), scale s^2,
+    # white noise s^2 lam.
+    kernel = (ConstantKernel(fit.scale, "fixed")
+              * RationalQuadratic(fit.length * 2.0, 1.0, "fixed", "fixed")
               + WhiteKernel(fit.scale * fit.noise, "fixed"))
     ref = GaussianProcessRegressor(kernel, optimizer=None).fit(x, y - y.mean())
     new = rng.standard_normal((9, 4))
@@ -70,14 +72,46 @@ def test_fit_agrees_with_scikit_learn_at_the_same_kernel():
     np.testing.assert_allclose(got_sd, sd, rtol=1e-6)
 
 
+def test_hyperparameters_are_shared_by_the_targets_and_the_joint_fit_is_per_target():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((50, 2))
+    y = np.column_stack([np.sin(x[:, 0]), x[:, 1] ** 2, 0.3 * x[:, 0] * x[:, 1]])
+    y = y + 0.1 * rng.standard_normal(y.shape)
+    # The summed likelihood, brute force: the sum of each target's.
+    total = np.zeros((len(residual_gp.LENGTH_SCALES), residual_gp.NOISE_RATIOS.size))
+    for t in range(3):
+        c = y[:, t] - y[:, t].mean()
+        for i, length in enumerate(residual_gp.LENGTH_SCALES):
+            for j, lam in enumerate(residual_gp.NOISE_RATIOS):
+                a = residual_gp.kernel(x, x, length) + lam * np.eye(50)
+                total[i, j] += (-25 * np.log(c @ np.linalg.solve(a, c) / 50)
+                                - 0.5 * np.linalg.slogdet(a)[1])
+    i, j = np.unravel_index(np.argmax(total), total.shape)
+    length, noise = residual_gp.choose_hyperparameters(x, y)
+    assert (length, noise) == pytest.approx((residual_gp.LENGTH_SCALES[i],
+                                             residual_gp.NOISE_RATIOS[j]))
+    joint = residual_gp.fit_residual_gp(x, y, length, noise)
+    new = rng.standard_normal((6, 2))
+    mean, sd = joint.predict(new)
+    assert mean.shape == sd.shape == (6, 3)
+    for t in range(3):
+        alone = residual_gp.fit_residual_gp(x, y[:, t], length, noise).predict(new)
+        np.testing.assert_allclose(mean[:, t], alone[0], rtol=1e-10)
+        np.testing.assert_allclose(sd[:, t], alone[1], rtol=1e-10)
+
+
 def test_far_from_every_training_model_the_correction_vanishes():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((50, 2))
     y = np.sin(2 * x[:, 0]) + 0.1 * rng.standard_normal(50)
     fit = residual_gp.fit_residual_gp(x, y)
-    mean, sd = fit.predict(np.array([[40.0, -40.0]]))
-    assert mean[0] == pytest.approx(y.mean(), abs=1e-9)
-    assert sd[0] == pytest.approx(np.sqrt(fit.scale * (1 + fit.noise)))
+    # The rational quadratic kernel decays as 1 / distance^2: the
+    # correction shrinks steadily with distance and is gone far enough out.
+    far = np.array([[4.0, -4.0], [40.0, -40.0], [4e4, -4e4]])
+    mean, sd = fit.predict(far)
+    gap = np.abs(mean - y.mean())
+    assert gap[0] > gap[1] > gap[2] and gap[2] < 1e-8
+    assert sd[2] == pytest.approx(np.sqrt(fit.scale * (1 + fit.noise)))
 
 
 def test_gp_learns_what_the_linear_predictor_misses():
@@ -193,3 +227,35 @@ def test_the_cache_reuses_the_gaussian_and_gives_the_same_completion():
     cached, direct = cache.get(hidden, "gp"), complete(hidden, "gp")
     np.testing.assert_array_equal(cached.mean, direct.mean)
     np.testing.assert_array_equal(cached.std, direct.std)
+
+
+def test_residual_process_against_direct_solves_per_target():
+    from benchsel.gaussian.conditional import conditional_moments
+
+    values = _curved(m=90, seed=9)
+    z = (values - values.mean(axis=0)) / values.std(axis=0)
+    z[:10, 2:] = np.nan  # the new models: two given items
+    z[10:25, 3] = np.nan  # training models lacking one target or another:
+    z[30:40, 4] = np.nan  # targets 2 and 5 share their models, 3 and 4 do not
+    train = np.arange(10, 90)
+    mean, sigma = z[40:].mean(axis=0), np.cov(z[40:], rowvar=False)
+    mu, sd = residual_gp.residual_process(z, mean, sigma, np.arange(10))
+    given = np.full((80, 6), np.nan)
+    given[:, :2] = z[train, :2]
+    base, _ = conditional_moments(given, mean, sigma)
+    base_new, _ = conditional_moments(z[:10], mean, sigma)
+    # Hyperparameters from the largest group, targets 2 and 5, by the grid.
+    residual = z[train] - base
+    length, noise = residual_gp.choose_hyperparameters(z[train, :2], residual[:, [2, 5]])
+    for j in range(2, 6):
+        fit = ~np.isnan(z[train, j])
+        x, r = z[train][fit, :2], residual[fit, j]
+        c = r - r.mean()
+        a = residual_gp.kernel(x, x, length) + noise * np.eye(fit.sum())
+        cross = residual_gp.kernel(z[:10, :2], x, length)
+        scale = c @ np.linalg.solve(a, c) / fit.sum()
+        var = scale * (1 - np.einsum("ij,ji->i", cross, np.linalg.solve(a, cross.T)) + noise)
+        expected = base_new[:, j] + r.mean() + cross @ np.linalg.solve(a, c)
+        np.testing.assert_allclose(mu[:, j], expected, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(sd[:, j], np.sqrt(var), rtol=1e-7)
+    assert np.isnan(mu[:, :2]).all()
