@@ -232,3 +232,73 @@ def test_predict_auto_reports_its_choice():
     choice = pred.to_dict()["choice"]
     assert pred.method == "auto" and choice["method"] in COMPLETERS
     assert choice["cells"] > 0 and not np.isnan(pred.mean).any()
+
+
+def test_strength_choice_scores_each_method_on_the_strength_splits():
+    from benchsel.matrix import model_strength
+    from benchsel.prediction.completion import choose_completer, median_ape
+
+    values = load_dataset("bigcodebench").cleaned().values
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[[0, 3]] = True
+    methods = ["mean", "gaussian", "ridge"]
+    choice = choose_completer(values, methods=methods, given=given, split="strength")
+    assert choice.split == "strength" and choice.to_dict()["split"] == "strength"
+    # By hand: the other models complete the strongest 30% from their given
+    # cells, then the weakest 30%; MedAPE over both.
+    m = len(values)
+    order = np.argsort(model_strength(values), kind="stable")
+    observed = ~np.isnan(values)
+    true, pred = [], {k: [] for k in methods}
+    tail = (3 * m) // 10
+    for held in (order[m - tail:], order[:tail]):
+        hide = np.isin(np.arange(m), held)[:, None] & ~given & observed
+        hide &= (observed & given).any(axis=1)[:, None]
+        true.append(values[hide])
+        for k in methods:
+            pred[k].append(complete(np.where(hide, np.nan, values), k).mean[hide])
+    true = np.concatenate(true)
+    assert choice.cells == true.size > 0
+    for k in methods:
+        p = np.concatenate(pred[k])
+        got = ~np.isnan(p)  # ridge leaves some cells out; MedAPE is over the rest
+        assert choice.medape[k] == pytest.approx(median_ape(true[got], p[got]))
+        assert choice.coverage[k] == pytest.approx(100 * got.mean())
+    full = [k for k in methods if choice.coverage[k] >= 99]
+    assert choice.method == min(full, key=choice.medape.get)
+    with pytest.raises(ValueError, match="needs the given items"):
+        choose_completer(values, split="strength")
+
+
+def test_new_models_beyond_the_range_get_the_strength_choice():
+    from benchsel.prediction.completion import choose_completer, choose_for_new_models
+
+    values = load_dataset("wildbench").values
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[:3] = True
+    picked = choose_for_new_models(values, given, [False, True, False])
+    assert [c.split for c in picked] == ["random", "strength", "random"]
+    assert picked[0] == choose_completer(values, given=given)
+    assert picked[1] == choose_completer(values, given=given, split="strength")
+    # Too few models for strength splits: the random folds' choice for all.
+    small = choose_for_new_models(values[:8], given, [True, False])
+    assert [c.split for c in small] == ["random", "random"]
+
+
+def test_predict_auto_chooses_by_regime_and_says_so(capsys):
+    data = load_dataset("wildbench")
+    model = GaussianModel().fit(data)
+    names = data.items[:3]
+    cols = [data.items.index(n) for n in names]
+    inside = np.median(data.values[:, cols], axis=0)
+    beyond = data.values[:, cols].max(axis=0) + 5  # stronger than every source model
+    new = ScoreMatrix(np.vstack([inside, beyond]), models=["mid", "top"], items=list(names))
+    pred = model.predict(new, method="auto")
+    assert [c["split"] for c in pred.choices] == ["random", "strength"]
+    assert [c["regime"] for c in pred.calibration] == ["inside", "outside"]
+    # Each row is what predicting it alone with its regime's method gives.
+    for i, choice in enumerate(pred.choices):
+        alone = model.predict({n: float(new.values[i, j]) for j, n in enumerate(names)},
+                              method=choice["method"])
+        np.testing.assert_allclose(pred.mean[i], alone.mean[0], rtol=1e-9)
+        np.testing.assert_allclose(pred.high[i], alone.high[0], rtol=1e-9)

@@ -159,11 +159,12 @@ def test_cv_predictions_never_see_the_validation_models_other_scores():
     std = fit_standardizer(values[fold.train], "auto")
     cols = np.flatnonzero(~std.constant)
     sel = np.array([0, 3])
-    before = _by_completion(values, fold, cols, sel, "gp", std, 0.9)
+    excess = np.linspace(-1, 1, len(fold.validation))  # both regimes
+    before = _by_completion(values, fold, cols, sel, "gp", std, 0.9, excess)
     changed = values.copy()
     rest = np.setdiff1d(np.arange(values.shape[1]), cols[sel])
     changed[np.ix_(fold.validation, rest)] = 1e3  # nonsense nobody may read
-    after = _by_completion(changed, fold, cols, sel, "gp", std, 0.9)
+    after = _by_completion(changed, fold, cols, sel, "gp", std, 0.9, excess)
     np.testing.assert_array_equal(before[0], after[0])
     np.testing.assert_array_equal(before[1], after[1])
     assert before[3] == "gp"

@@ -277,8 +277,11 @@ def cmd_predict(args) -> int:
         if pred.choices:
             choice = pred.choices[i]
             margin = choice["margin"]
+            held = ("cells of the strongest and weakest source models, as this model lies "
+                    "beyond the others' range" if choice.get("split") == "strength"
+                    else "held-out source cells")
             head += (f"\n  method: {choice['method']} (auto: best of a cross-validation on "
-                     f"{choice['cells']} held-out source cells"
+                     f"{choice['cells']} {held}"
                      + (f", MedAPE {margin:.2f} points below the runner-up)"
                         if margin is not None else ")"))
         cal = pred.calibration[i] if pred.calibration else {}

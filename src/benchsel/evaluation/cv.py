@@ -218,11 +218,13 @@ def _fold(
             given = np.full_like(z_in, np.nan)
             given[:, sel] = z_in[:, sel]
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
+            # How far each validation model's selected scores lie beyond the training models'.
+            excess = range_excess(z_train[:, sel], given[:, sel])
             other = None
             if predictor != "gaussian":
-                other = _by_completion(values, fold, cols, sel, predictor, std, level)
+                other = _by_completion(values, fold, cols, sel, predictor, std, level, excess,
+                                       calibrate)
                 chosen[k - 1] = other[3]
-                other = None if other[0] is None else other
             scored = observed.copy()
             scored[:, sel] = False
             y_extra = np.empty(0)
@@ -238,15 +240,18 @@ def _fold(
                     given_items = np.zeros(cols.size, dtype=bool)
                     given_items[sel] = True
                     cal = calibrator.calibration(given_items, level)
-                    factor = cal.factor(range_excess(z_train[:, sel], given[:, sel]))
+                    factor = cal.factor(excess)
                 sd_cal = sd * factor[:, None]
                 if other is not None:
                     # The method's cells replace the Gaussian's; the cells it
                     # cannot predict keep the Gaussian's, as `predict` does.
-                    o_mu, o_sd, o_cal = other[:3]
+                    o_mu, o_sd, o_factor = other[:3]
+                    # In the targets' frame: they are clipped, and so are the
+                    # Gaussian's inputs. Unclipped, a strong model's
+                    # prediction was scored against a truncated truth
+                    # (alpaca_eval, extrapolation: R^2 0.79 against 0.97).
+                    o_mu = np.clip(o_mu, -clip, clip)
                     ok = ~(np.isnan(o_mu) | np.isnan(o_sd))
-                    o_factor = (o_cal.factor(range_excess(z_train[:, sel], given[:, sel]))
-                                if calibrate else np.ones(len(sd)))
                     mu = np.where(ok, o_mu, mu)
                     sd = np.where(ok, o_sd, sd)
                     sd_cal = np.where(ok, o_sd * o_factor[:, None], sd_cal)
@@ -276,31 +281,35 @@ def _fold(
     return out
 
 
-def _by_completion(values, fold, cols, sel, predictor, std, level):
+def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calibrate=True):
     """A completion method's predictions of the validation models from the selected items.
 
     As :meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
     does for a new model: the training models' raw scores stacked on the
-    validation models' selected scores are completed by ``predictor``
-    (``auto``: the method that wins :func:`~benchsel.prediction.choose_completer`
-    on the training models with the selected items given), and its standard
-    deviations are calibrated on the training models with the same items
-    given. Nothing of a validation model but its selected scores is seen.
+    validation models' selected scores are completed by ``predictor``, and
+    its standard deviations are calibrated on the training models with the
+    same items given. ``auto`` chooses on the training models with the
+    selected items given, per validation model by its regime (``excess``,
+    how far its selected scores lie outside the training models' range:
+    :func:`~benchsel.prediction.choose_for_new_models`). Nothing of a
+    validation model but its selected scores is seen.
 
     Returns
     -------
-    mu, sd : ndarray (validation models, len(cols)) or None
-        Standardized like the targets; NaN where the method did not predict.
-        None when the method is ``gaussian``: the protocol's Gaussian
-        conditional then stands.
-    calibration : Calibration or None
+    mu, sd : ndarray (validation models, len(cols))
+        Standardized like the targets; NaN where the method did not
+        predict, and on the rows of a model ``auto`` gave to ``gaussian``:
+        the protocol's Gaussian conditional stands there.
+    factor : ndarray (validation models,)
+        Each model's calibrated multiplier of ``sd`` (1 without ``calibrate``).
     method : str
-        The method used (``auto``'s choice).
+        The method used; with ``auto`` and models in both regimes,
+        ``"A, outside: B"``.
     """
     from ..prediction.completion import (
         CompletionCache,
         calibrate_completion,
-        choose_completer,
+        choose_for_new_models,
         complete,
     )
 
@@ -309,17 +318,29 @@ def _by_completion(values, fold, cols, sel, predictor, std, level):
     train = values[fold.train]
     new = np.where(given, values[fold.validation], np.nan)
     cache = CompletionCache()
-    method = predictor
+    outside = np.asarray(excess) > 0
     if predictor == "auto":
-        method = choose_completer(train, given=given, cache=cache).method
-    if method == "gaussian":  # the protocol's own Gaussian, fitted on the same models
-        return None, None, None, method
-    res = complete(np.vstack([train, new]), method, cache=cache)
-    rows = slice(train.shape[0], None)
-    mu = std.transform(res.mean[rows][:, cols], cols)
-    sd = res.std[rows][:, cols] / std.scale[cols]
-    calibration = calibrate_completion(train, method, level=level, given=given, cache=cache)
-    return mu, sd, calibration, method
+        methods = [c.method for c in choose_for_new_models(train, given, outside, cache=cache)]
+    else:
+        methods = [predictor] * len(new)
+    mu = np.full((len(new), cols.size), np.nan)
+    sd, factor = mu.copy(), np.ones(len(new))
+    for method in dict.fromkeys(methods):
+        if method == "gaussian":  # the protocol's own Gaussian, fitted on the same models
+            continue
+        rows = np.array([m == method for m in methods])
+        res = complete(np.vstack([train, new]), method, cache=cache)
+        done = slice(train.shape[0], None)
+        mu[rows] = std.transform(res.mean[done][rows][:, cols], cols)
+        sd[rows] = res.std[done][rows][:, cols] / std.scale[cols]
+        if calibrate:
+            cal = calibrate_completion(train, method, level=level, given=given, cache=cache)
+            factor[rows] = cal.factor(np.asarray(excess)[rows])
+    inside = {m for m, out in zip(methods, outside) if not out}
+    beyond = {m for m, out in zip(methods, outside) if out}
+    label = methods[0] if len(set(methods)) == 1 else (
+        f"{next(iter(inside))}, outside: {next(iter(beyond))}")
+    return mu, sd, factor, label
 
 
 def _nanmean(a: np.ndarray) -> float:

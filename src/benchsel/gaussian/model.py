@@ -679,23 +679,37 @@ class GaussianModel:
         return self._predict_by_completion(models, x, gaussian, method)
 
     def _predict_auto(self, models, x, gaussian: Prediction) -> Prediction:
-        """Per pattern of observed items: the method that wins a CV on the training models."""
-        from ..prediction.completion import choose_completer
+        """Per pattern of observed items and regime: the method that wins a CV on the
+        training models (random held-out models for a new model inside their
+        strength range, the strength splits for one beyond it)."""
+        from ..prediction.completion import CompletionCache, choose_for_new_models
 
+        train = self.scores_.values
+        reference = self._raw_standardizer.transform(train)
         given = ~np.isnan(x)
+        # Groups of rows predicted alike: same pattern, same method.
+        groups, parts, choices = [], {}, [None] * len(models)
         patterns, inverse = unique_rows(given)
-        parts, choices = {}, [None] * len(models)
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == g)
-            choice = choose_completer(self.scores_.values, given=pattern)
-            part = _take_rows(gaussian, rows)
-            if choice.method != "gaussian":
-                part = self._predict_by_completion(
-                    [models[r] for r in rows], x[rows], part, choice.method)
-            parts[g] = part
-            for r in rows:
+            z = self._raw_standardizer.transform(x[rows])
+            outside = range_excess(reference[:, pattern], z[:, pattern]) > 0
+            cache = CompletionCache()  # one pattern's completions, shared by all its steps
+            picked = choose_for_new_models(train, pattern, outside, cache=cache)
+            for r, choice in zip(rows, picked):
                 choices[r] = choice.to_dict()
-        pick = [(inverse[r], int(np.sum(inverse[:r] == inverse[r]))) for r in range(len(models))]
+            for method in dict.fromkeys(c.method for c in picked):
+                members = rows[[c.method == method for c in picked]]
+                part = _take_rows(gaussian, members)
+                if method != "gaussian":
+                    part = self._predict_by_completion(
+                        [models[r] for r in members], x[members], part, method, cache)
+                parts[len(groups)] = part
+                groups.append(members)
+        group_of = np.empty(len(models), dtype=int)
+        for g, members in enumerate(groups):
+            group_of[members] = g
+        pick = [(group_of[r], int(np.sum(group_of[:r] == group_of[r]))) for r in range(len(models))]
 
         def stack(name):
             return np.stack([getattr(parts[g], name)[i] for g, i in pick])
@@ -754,11 +768,12 @@ class GaussianModel:
                              "observed")
         return (sd / self.standardizer_.scale) ** 2
 
-    def _predict_by_completion(self, models, x, gaussian: Prediction, method) -> Prediction:
+    def _predict_by_completion(self, models, x, gaussian: Prediction, method,
+                               cache=None) -> Prediction:
         from ..prediction.completion import Completion, complete_new_rows, interval
 
         res = complete_new_rows(self.scores_.values, x, method)
-        calibration = self._calibrate_completion(x, method, gaussian.level)
+        calibration = self._calibrate_completion(x, method, gaussian.level, cache)
         factor = np.array([c["multiplier"] for c in calibration])
         res = Completion(res.mean, res.std * factor[:, None])
         low, high = interval(res, gaussian.level)
@@ -791,14 +806,17 @@ class GaussianModel:
             calibration=calibration,
         )
 
-    def _calibrate_completion(self, x: np.ndarray, method: str, level: float) -> list[dict]:
-        """As :meth:`_calibrate`, for a completion method (raw scores, per pattern)."""
+    def _calibrate_completion(self, x: np.ndarray, method: str, level: float,
+                              cache=None) -> list[dict]:
+        """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
+        ``cache``: completions already made of the training matrix (``auto``'s)."""
         from ..prediction.completion import calibrate_completion
 
         train = self.scores_.values
         return self._per_pattern(
             self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
-            lambda pattern: calibrate_completion(train, method, level=level, given=pattern))
+            lambda pattern: calibrate_completion(train, method, level=level, given=pattern,
+                                                 cache=cache))
 
     def extrapolation(self, observed) -> list[dict]:
         """Whether predictions for new models are extrapolations, and why.
