@@ -450,9 +450,9 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     """The two strength splits of a matrix for a new model run on ``given`` items.
 
     The weakest half of the models with the strongest 30%, and the
-    strongest half with the weakest 30%; the latter keep only their given
-    cells (those that have a given item and another). Returns ``(matrix,
-    hidden)`` pairs, the rows in the models' order; [] below
+    strongest half with the weakest 30%; the 30% keep only their given
+    cells (those of them that have a given item and another). Returns
+    ``(matrix, hidden)`` pairs, the rows in the models' order; [] below
     :data:`~benchsel.calibration.MIN_MODELS` models.
     """
     if values.shape[0] < MIN_MODELS:
@@ -528,15 +528,14 @@ def choose_completer(
 
     ``split="strength"`` (with ``given``) holds out the strongest 30% of the
     models, predicted from the other 70%, and then the weakest 30%: the
-    choice for a new model beyond the source models' range. (The
-    calibration's strength splits, :func:`completion_residuals`, fit on
-    half the models only; choosing on those, the methods that won on
-    MERGED and HELM Lite under the extrapolation protocol were worse ones
-    for the full source, which has 70% of the models to fit on here.) Methods
-    rank differently there: under the extrapolation protocol, choosing for
-    the strong new models on random folds lost R^2 to the Gaussian on
-    MERGED (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and
-    choosing on these splits did not (docs/reproduction.md).
+    choice for a new model beyond the source models' range. Methods rank
+    differently there: under the extrapolation protocol, choosing for the
+    strong new models on random folds lost R^2 to the Gaussian on MERGED
+    (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and choosing
+    on these splits did not (docs/reproduction.md). The calibration's
+    strength splits (:func:`completion_residuals`) fit on half the models
+    only; chosen on those, the winners on MERGED were worse methods for a
+    fit on the whole source.
 
     Parameters
     ----------
