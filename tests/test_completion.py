@@ -302,3 +302,19 @@ def test_predict_auto_chooses_by_regime_and_says_so(capsys):
                               method=choice["method"])
         np.testing.assert_allclose(pred.mean[i], alone.mean[0], rtol=1e-9)
         np.testing.assert_allclose(pred.high[i], alone.high[0], rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", [m for m in COMPLETERS if m != "auto"])
+def test_new_rows_are_predicted_as_if_each_came_alone(method):
+    from benchsel.prediction import complete_new_rows
+
+    values = load_dataset("bigcodebench").cleaned().values
+    train, new = values[:120], values[120:126].copy()
+    new[:, 4:] = np.nan
+    new[2, 2:] = np.nan  # another pattern
+    new[3] += 30  # a strong model, far beyond the others
+    together = complete_new_rows(train, new, method)
+    for i in (0, 2, 5):
+        alone = complete(np.vstack([train, new[i:i + 1]]), method)
+        np.testing.assert_allclose(together.mean[i], alone.mean[-1], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(together.std[i], alone.std[-1], rtol=1e-9, atol=1e-12)

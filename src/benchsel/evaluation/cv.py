@@ -285,8 +285,9 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
     """A completion method's predictions of the validation models from the selected items.
 
     As :meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
-    does for a new model: the training models' raw scores stacked on the
-    validation models' selected scores are completed by ``predictor``, and
+    does for a new model: each validation model's selected scores are
+    completed by ``predictor`` with the training models' raw scores
+    (:func:`~benchsel.prediction.complete_new_rows`), and
     its standard deviations are calibrated on the training models with the
     same items given. ``auto`` chooses on the training models with the
     selected items given, per validation model by its regime (``excess``,
@@ -310,7 +311,7 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
         CompletionCache,
         calibrate_completion,
         choose_for_new_models,
-        complete,
+        complete_new_rows,
     )
 
     given = np.zeros(values.shape[1], dtype=bool)
@@ -329,10 +330,9 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
         if method == "gaussian":  # the protocol's own Gaussian, fitted on the same models
             continue
         rows = np.array([m == method for m in methods])
-        res = complete(np.vstack([train, new]), method, cache=cache)
-        done = slice(train.shape[0], None)
-        mu[rows] = std.transform(res.mean[done][rows][:, cols], cols)
-        sd[rows] = res.std[done][rows][:, cols] / std.scale[cols]
+        res = complete_new_rows(train, new[rows], method, cache=cache)
+        mu[rows] = std.transform(res.mean[:, cols], cols)
+        sd[rows] = res.std[:, cols] / std.scale[cols]
         if calibrate:
             cal = calibrate_completion(train, method, level=level, given=given, cache=cache)
             factor[rows] = cal.factor(np.asarray(excess)[rows])

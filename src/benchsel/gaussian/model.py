@@ -605,11 +605,13 @@ class GaussianModel:
             training models' other items best from the same items
             (:func:`benchsel.prediction.choose_completer`; the Gaussian
             conditional when that wins, and always for noisy scores or
-            under a transform). Any other
-            name of :data:`benchsel.prediction.COMPLETERS` completes the
-            training matrix stacked on the new rows with that method instead
-            (the ``complete`` protocol compares them); cells it cannot
-            predict fall back to the Gaussian conditional with a warning.
+            under a transform; per regime, see
+            :func:`benchsel.prediction.choose_for_new_models`). Any other
+            name of :data:`benchsel.prediction.COMPLETERS` completes each
+            new row with the training matrix by that method instead
+            (:func:`benchsel.prediction.complete_new_rows`; the ``complete``
+            protocol compares them); cells it cannot predict fall back to
+            the Gaussian conditional with a warning.
         observed_std : ndarray of shape (R, len(items_)), optional
             Standard error of each observed score (0 for an exact one), e.g.
             a task score estimated from a sample of its questions. Such a
@@ -772,7 +774,7 @@ class GaussianModel:
                                cache=None) -> Prediction:
         from ..prediction.completion import Completion, complete_new_rows, interval
 
-        res = complete_new_rows(self.scores_.values, x, method)
+        res = complete_new_rows(self.scores_.values, x, method, cache=cache)
         calibration = self._calibrate_completion(x, method, gaussian.level, cache)
         factor = np.array([c["multiplier"] for c in calibration])
         res = Completion(res.mean, res.std * factor[:, None])
