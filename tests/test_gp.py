@@ -272,3 +272,30 @@ def test_completion_predictions_are_scored_in_the_targets_clipped_frame():
     em = extrapolate(data, objectives=("mi",), k_max=2, predictor="gaussian-em", calibrate=False)
     for k in (1, 2):
         assert em.row("mi", k).r2_mean > gauss.row("mi", k).r2_mean - 0.02
+
+
+def test_cv_auto_predicts_each_validation_model_with_its_regimes_choice():
+    from benchsel.prediction.completion import choose_completer, complete_new_rows
+
+    data = benchsel.load_dataset("bigcodebench").cleaned()
+    values = data.values
+    fold = kfold_with_holdout(data.n_models, 5, 0.1, 0)[0]
+    std = fit_standardizer(values[fold.train], "auto")
+    cols = np.flatnonzero(~std.constant)
+    sel = np.array([0, 5])
+    excess = np.where(np.arange(len(fold.validation)) % 2 == 0, 0.0, 1.0)  # both regimes
+    mu, sd, factor, label = _by_completion(values, fold, cols, sel, "auto", std, 0.9, excess)
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[cols[sel]] = True
+    train = values[fold.train]
+    new = np.where(given, values[fold.validation], np.nan)
+    inside = choose_completer(train, given=given).method
+    beyond = choose_completer(train, given=given, split="strength").method
+    assert label == (inside if inside == beyond else f"{inside} (outside: {beyond})")
+    for method, rows in ((inside, excess == 0), (beyond, excess > 0)):
+        if method == "gaussian":  # the protocol's Gaussian stands: NaN here
+            assert np.isnan(mu[rows]).all()
+            continue
+        res = complete_new_rows(train, new[rows], method)
+        np.testing.assert_allclose(mu[rows], std.transform(res.mean[:, cols], cols), rtol=1e-9)
+    assert np.all(factor > 0)

@@ -305,7 +305,7 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
         Each model's calibrated multiplier of ``sd`` (1 without ``calibrate``).
     method : str
         The method used; with ``auto`` and models in both regimes,
-        ``"A, outside: B"``.
+        ``"A (outside: B)"``.
     """
     from ..prediction.completion import (
         CompletionCache,
@@ -339,7 +339,7 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
     inside = {m for m, out in zip(methods, outside) if not out}
     beyond = {m for m, out in zip(methods, outside) if out}
     label = methods[0] if len(set(methods)) == 1 else (
-        f"{next(iter(inside))}, outside: {next(iter(beyond))}")
+        f"{next(iter(inside))} (outside: {next(iter(beyond))})")
     return mu, sd, factor, label
 
 
