@@ -704,10 +704,10 @@ def complete_new_rows(
 
     Inductive: each new row is predicted by completing ``train`` stacked on
     that row alone, so what one new model gets does not depend on which
-    other new models came with it. Stacked together, strong new models
-    moved the standardization and the fit for each other: under the
-    extrapolation protocol (30% of the rows new, all strong) ``auto`` lost
-    R^2 to the Gaussian on MERGED (docs/reproduction.md). ``gp`` predicts a
+    other new models came with it. Stacked together, new models took part
+    in each other's fit: under the extrapolation protocol (30% of the rows
+    new, all strong) they lifted each other's predictions on MTEB and
+    dragged them on HELM Lite (docs/reproduction.md). ``gp`` predicts a
     row with at most :data:`~benchsel.prediction.gp.MAX_INPUTS` scores from
     rows with more scores only, so such rows are completed in one stack per
     pattern of observed items (through ``cache`` when given).
