@@ -430,9 +430,13 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     import signal
     import time
 
+    # A Ctrl-C from a terminal reaches a process whose SIGINT has the default
+    # disposition. Started from a shell's background job, as a CI runner may
+    # start the tests, SIGINT is ignored and every child inherits that.
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchsel", "discover", "merged", "--bootstrap", "5000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)  # well inside the resamples (many minutes of them)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
