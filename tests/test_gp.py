@@ -152,12 +152,16 @@ def test_rows_with_many_scores_stay_gaussian_and_new_rows_do_not_sway_each_other
     assert np.abs(complete(moved, "gaussian").mean[others] - gauss.mean[others]).max() > 1e-6
 
 
-def test_cv_predictions_never_see_the_validation_models_other_scores():
-    data = benchsel.load_dataset("helm_lite").cleaned()
-    values = data.values
-    fold = kfold_with_holdout(data.n_models, 5, 0.1, 0)[0]
+def _first_fold(name):
+    """A bundled board's scores, its first cv fold, that fold's standardizer and columns."""
+    values = benchsel.load_dataset(name).cleaned().values
+    fold = kfold_with_holdout(len(values), 5, 0.1, 0)[0]
     std = fit_standardizer(values[fold.train], "auto")
-    cols = np.flatnonzero(~std.constant)
+    return values, fold, std, np.flatnonzero(~std.constant)
+
+
+def test_cv_predictions_never_see_the_validation_models_other_scores():
+    values, fold, std, cols = _first_fold("helm_lite")
     sel = np.array([0, 3])
     excess = np.linspace(-1, 1, len(fold.validation))  # both regimes
     before = _by_completion(values, fold, cols, sel, "gp", std, 0.9, excess)
@@ -277,11 +281,7 @@ def test_completion_predictions_are_scored_in_the_targets_clipped_frame():
 def test_cv_auto_predicts_each_validation_model_with_its_regimes_choice():
     from benchsel.prediction.completion import choose_completer, complete_new_rows
 
-    data = benchsel.load_dataset("bigcodebench").cleaned()
-    values = data.values
-    fold = kfold_with_holdout(data.n_models, 5, 0.1, 0)[0]
-    std = fit_standardizer(values[fold.train], "auto")
-    cols = np.flatnonzero(~std.constant)
+    values, fold, std, cols = _first_fold("bigcodebench")
     sel = np.array([0, 5])
     excess = np.where(np.arange(len(fold.validation)) % 2 == 0, 0.0, 1.0)  # both regimes
     mu, sd, factor, label = _by_completion(values, fold, cols, sel, "auto", std, 0.9, excess)
