@@ -413,8 +413,8 @@ class MethodChoice:
     split : str
         What the held-out models were: ``"random"`` (random models, as a
         new model inside the source models' range) or ``"strength"`` (the
-        strongest and the weakest models, each predicted by the other end
-        of the board: as a new model beyond the range).
+        strongest 30%, then the weakest 30%, each predicted from the other
+        models: as a new model beyond the range).
     """
 
     method: str
@@ -447,6 +447,20 @@ def _usable_rows(observed: np.ndarray, given: np.ndarray) -> np.ndarray:
     return np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
 
 
+def _tails(values: np.ndarray, given: np.ndarray) -> tuple:
+    """Models by strength, and the strongest and weakest 30% of them that can hide cells.
+
+    Returns ``(order, strongest, weakest)``: all models, weakest first, and
+    the two tails restricted to :func:`_usable_rows`.
+    """
+    usable = np.zeros(values.shape[0], dtype=bool)
+    usable[_usable_rows(~np.isnan(values), given)] = True
+    order = np.argsort(model_strength(values), kind="stable")
+    tail = (3 * values.shape[0]) // 10
+    strongest, weakest = order[values.shape[0] - tail:], order[:tail]
+    return order, strongest[usable[strongest]], weakest[usable[weakest]]
+
+
 def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     """The two strength splits of a matrix for a new model run on ``given`` items.
 
@@ -459,15 +473,15 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     if values.shape[0] < MIN_MODELS:
         return []
     observed = ~np.isnan(values)
-    usable = _usable_rows(observed, given)
-    order = np.argsort(model_strength(values), kind="stable")
+    order, strongest, weakest = _tails(values, given)
     half, tail = values.shape[0] // 2, (3 * values.shape[0]) // 10
     out = []
-    for fit, held in ((order[:half], order[-tail:]), (order[-half:], order[:tail])):
+    for fit, held, hiding in ((order[:half], order[-tail:], strongest),
+                              (order[-half:], order[:tail], weakest)):
         keep = np.sort(np.concatenate([fit, held]))
         hidden = np.zeros((keep.size, values.shape[1]), dtype=bool)
-        hiding = np.isin(keep, np.intersect1d(held, usable))
-        hidden[hiding] = observed[keep][hiding] & ~given
+        rows = np.isin(keep, hiding)
+        hidden[rows] = observed[keep][rows] & ~given
         out.append((values[keep], hidden))
     return out
 
@@ -481,14 +495,9 @@ def _extreme_masks(values: np.ndarray, given: np.ndarray) -> list[np.ndarray]:
     if values.shape[0] < MIN_MODELS:
         return []
     observed = ~np.isnan(values)
-    usable = np.zeros(values.shape[0], dtype=bool)
-    usable[_usable_rows(observed, given)] = True
-    order = np.argsort(model_strength(values), kind="stable")
-    tail = (3 * values.shape[0]) // 10
     masks = []
-    for held in (order[values.shape[0] - tail:], order[:tail]):
+    for rows in _tails(values, given)[1:]:
         mask = np.zeros_like(observed)
-        rows = held[usable[held]]
         mask[rows] = observed[rows] & ~given
         masks.append(mask)
     return masks
@@ -566,20 +575,19 @@ def choose_completer(
     if split == "strength":
         if given is None:
             raise ValueError("split='strength' needs the given items")
-        problems = [(values, mask) for mask in _extreme_masks(values, np.asarray(given, bool))]
+        masks = _extreme_masks(values, np.asarray(given, bool))
     elif split == "random":
-        problems = [(values, mask)
-                    for mask in _auto_masks(~np.isnan(values), given, folds, hide, seed)]
+        masks = _auto_masks(~np.isnan(values), given, folds, hide, seed)
     else:
         raise ValueError(f"split must be 'random' or 'strength'; got {split!r}")
-    problems = [(matrix, mask) for matrix, mask in problems if mask.any()]
-    if not problems:
+    masks = [mask for mask in masks if mask.any()]
+    if not masks:
         return MethodChoice("gaussian", ("mean",), {}, {}, 0, split)
-    true = np.concatenate([matrix[mask] for matrix, mask in problems])
+    true = np.concatenate([values[mask] for mask in masks])
     pred = {m: [] for m in methods}
     cache = cache or CompletionCache()
-    for matrix, mask in problems:
-        held_out = np.where(mask, np.nan, matrix)
+    for mask in masks:
+        held_out = np.where(mask, np.nan, values)
         for m in methods:
             pred[m].append(cache.get(held_out, m).mean[mask])
     medape, coverage = {}, {}
