@@ -299,3 +299,28 @@ def test_cv_auto_predicts_each_validation_model_with_its_regimes_choice():
         res = complete_new_rows(train, new[rows], method)
         np.testing.assert_allclose(mu[rows], std.transform(res.mean[:, cols], cols), rtol=1e-9)
     assert np.all(factor > 0)
+
+
+def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets():
+    from benchsel.datasets import load_dataset
+    from benchsel.prediction.completion import complete_new_rows
+
+    values = load_dataset("merged").cleaned().values
+    train, new = values[:100].copy(), values[100:].copy()
+    train[:12, 8:] = np.nan  # training rows the process predicts too (<= 10 scores)
+    train[12:, 5] = 55.0  # a column constant on the source rows: its mean stands
+    keep = np.zeros(new.shape[1], dtype=bool)
+    keep[[0, 3, 7, 20, 40]] = True
+    new[:, ~keep] = np.nan
+    new[1::3, 20] = np.nan  # a second pattern, and rows lacking the selection
+    new[2] = np.nan  # no scores at all: the Gaussian's means
+    together = complete_new_rows(train, new, "gp")
+    patterns = {tuple(~np.isnan(row)) for row in new}
+    assert len(patterns) == 3
+    for pattern in patterns:
+        rows = np.flatnonzero([tuple(~np.isnan(row)) == pattern for row in new])
+        stack = complete(np.vstack([train, new[rows]]), "gp")
+        np.testing.assert_allclose(together.mean[rows], stack.mean[100:], rtol=1e-10)
+        np.testing.assert_allclose(together.std[rows], stack.std[100:], rtol=1e-10)
+    assert not np.isnan(together.mean).any()
+    np.testing.assert_allclose(together.mean[:, 5], np.nanmean(train[:, 5]), rtol=1e-12)

@@ -157,35 +157,67 @@ def complete_gaussian(values: np.ndarray) -> Completion:
     return _complete_gaussian(values, "auto")
 
 
+def _gp_rows(values: np.ndarray) -> np.ndarray:
+    """Rows ``gp`` predicts by its process: 1 to ``MAX_INPUTS`` scores, not all of them."""
+    n_obs = (~np.isnan(values)).sum(axis=1)
+    return (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
+
+
+class _GPBase:
+    """The Gaussian under ``gp``'s process, fitted on its source rows.
+
+    Standardized on the source rows; ``cols`` are the columns that are not
+    constant there (the others are predicted by their mean, see
+    :meth:`predict`).
+    """
+
+    def __init__(self, source_values: np.ndarray):
+        self.std = fit_standardizer(source_values, "auto")
+        self.cols = np.flatnonzero(~self.std.constant)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.est = estimate_covariance(self.z(source_values), "auto")
+
+    def z(self, values: np.ndarray) -> np.ndarray:
+        return self.std.transform(values[:, self.cols], self.cols)
+
+    def predict(self, values: np.ndarray, rows: np.ndarray) -> Completion:
+        """``gp``'s prediction for ``rows`` of ``values`` (shape ``(len(rows), N)``).
+
+        The process trains on every row of ``values`` that has a predicted
+        row's scores and more. A column constant on the source rows gets
+        its mean and spread over the rows of ``values`` that have it
+        (:func:`complete_mean`).
+        """
+        fallback = complete_mean(values)
+        mean, spread = fallback.mean[rows], fallback.std[rows]
+        mu, sd = gp.residual_process(self.z(values), self.est.mean, self.est.covariance, rows)
+        cols = self.cols
+        hit = ~np.isnan(mu)  # NaN exactly on the observed cells
+        mean[:, cols] = np.where(hit, self.std.inverse(np.where(hit, mu, 0.0), cols),
+                                 mean[:, cols])
+        spread[:, cols] = np.where(hit, sd * self.std.scale[cols], spread[:, cols])
+        return Completion(mean, spread)
+
+
 def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Completion:
     """``gaussian``, but rows with at most ``MAX_INPUTS`` scores by :mod:`benchsel.prediction.gp`.
 
     Those rows (a plan's new models) are predicted by a Gaussian fitted on
-    the other rows plus the residual process; with fewer than ``MIN_ROWS``
-    other rows, or for a column constant on them, ``gaussian`` stands.
-    ``gaussian`` may be passed in when it was already computed for ``values``.
+    the other rows plus the residual process; a column constant on the
+    other rows gets its mean. With fewer than ``MIN_ROWS`` other rows,
+    ``gaussian`` stands. ``gaussian`` may be passed in when it was already
+    computed for ``values``.
     """
     values = np.asarray(values, dtype=float)
     done = complete_gaussian(values) if gaussian is None else gaussian
-    observed = ~np.isnan(values)
-    n_obs = observed.sum(axis=1)
-    todo = (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
-    source = ~todo
-    if not todo.any() or source.sum() < gp.MIN_ROWS:
+    todo = _gp_rows(values)
+    if not todo.any() or (~todo).sum() < gp.MIN_ROWS:
         return done
-    std = fit_standardizer(values[source], "auto")
-    cols = np.flatnonzero(~std.constant)
-    z = std.transform(values[:, cols], cols)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        est = estimate_covariance(z[source], "auto")
     rows = np.flatnonzero(todo)
-    mu, sd = gp.residual_process(z, est.mean, est.covariance, rows)
+    res = _GPBase(values[~todo]).predict(values, rows)
     mean, spread = done.mean.copy(), done.std.copy()
-    block = np.ix_(rows, cols)
-    hit = ~np.isnan(mu)
-    mean[block] = np.where(hit, std.inverse(np.where(hit, mu, 0.0), cols), mean[block])
-    spread[block] = np.where(hit, sd * std.scale[cols], spread[block])
+    mean[rows], spread[rows] = res.mean, res.std
     return Completion(mean, spread)
 
 
@@ -718,26 +750,38 @@ def complete_new_rows(
     dragged them on HELM Lite (docs/reproduction.md). ``gp`` predicts a
     row with at most :data:`~benchsel.prediction.gp.MAX_INPUTS` scores from
     rows with more scores only, so such rows are completed in one stack per
-    pattern of observed items (through ``cache`` when given).
+    pattern of observed items, on one Gaussian fitted on ``train``'s rows
+    with more scores (what :func:`complete_gp` fits for every such stack);
+    rows with no score at all get ``complete_gp``'s answer (through
+    ``cache`` when given).
     """
     train = np.asarray(train, dtype=float)
     new = np.asarray(new, dtype=float)
     if new.ndim != 2 or new.shape[1] != train.shape[1]:
         raise ValueError(f"new rows must have {train.shape[1]} columns; got shape {new.shape}")
-    n_obs = (~np.isnan(new)).sum(axis=1)
-    alone_in_gp = (n_obs == 0) | ((n_obs <= gp.MAX_INPUTS) & (n_obs < new.shape[1]))
     mean, std = np.full(new.shape, np.nan), np.full(new.shape, np.nan)
-    if method == "gp" and alone_in_gp.all():
-        # Rows of one pattern cannot train each other's process.
+    n_obs = (~np.isnan(new)).sum(axis=1)
+    if method == "gp" and np.all((n_obs == 0) | _gp_rows(new)):
+        # Rows of one pattern cannot train each other's process: one stack
+        # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
         patterns, inverse = unique_rows(~np.isnan(new))
-        groups = [np.flatnonzero(inverse == g) for g in range(len(patterns))]
-    else:
-        # One completion per row, not kept: a file of many new models would
-        # fill the cache with copies of the training matrix.
-        groups, cache = [np.array([i]) for i in range(len(new))], None
-    for rows in groups:
-        res = complete(np.vstack([train, new[rows]]), method, cache=cache)
-        mean[rows], std[rows] = res.mean[train.shape[0]:], res.std[train.shape[0]:]
+        source = train[~_gp_rows(train)]
+        base = _GPBase(source) if len(source) >= gp.MIN_ROWS else None
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(inverse == g)
+            stack = np.vstack([train, new[rows]])
+            if base is None or not pattern.any():  # the Gaussian stands
+                res = complete(stack, method, cache=cache)
+                res = Completion(res.mean[len(train):], res.std[len(train):])
+            else:
+                res = base.predict(stack, np.arange(len(train), len(stack)))
+            mean[rows], std[rows] = res.mean, res.std
+        return Completion(mean, std)
+    # One completion per row, not kept: a file of many new models would
+    # fill the cache with copies of the training matrix.
+    for i in range(len(new)):
+        res = complete(np.vstack([train, new[i:i + 1]]), method)
+        mean[i], std[i] = res.mean[-1], res.std[-1]
     return Completion(mean, std)
 
 
