@@ -305,6 +305,35 @@ def test_predict_auto_chooses_by_regime_and_says_so(capsys):
 
 
 @pytest.mark.parametrize("method", [m for m in COMPLETERS if m != "auto"])
+def test_a_new_row_with_no_score_gets_the_column_means_and_spreads(method):
+    from benchsel.prediction import complete_new_rows
+
+    values = load_dataset("merged").cleaned().values  # sparse: EM mean != observed mean
+    train, new = values[:-3], values[-3:].copy()
+    new[1] = np.nan
+    res = complete_new_rows(train, new, method)
+    spread = np.nanstd(train, axis=0, ddof=1)
+    several = (~np.isnan(train)).sum(axis=0) > 1
+    np.testing.assert_allclose(res.mean[1], np.nanmean(train, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(res.std[1, several], spread[several], rtol=1e-10)
+    # The other rows are unaffected: each as if it came alone.
+    alone = complete_new_rows(train, new[:1], method)
+    np.testing.assert_allclose(res.mean[0], alone.mean[0], rtol=1e-9)
+
+
+def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
+    data = load_dataset("merged")
+    model = GaussianModel().fit(data)
+    blank = ScoreMatrix(np.full((1, data.n_items), np.nan), models=["blank"],
+                        items=list(data.items))
+    pred = model.predict(blank, method="auto")
+    assert pred.choices[0]["method"] == "mean" and pred.choices[0]["split"] == "none"
+    np.testing.assert_allclose(pred.mean[0], np.nanmean(model.scores_.values, axis=0),
+                               rtol=1e-9)
+    assert np.all(pred.low[0] < pred.mean[0]) and np.all(pred.mean[0] < pred.high[0])
+
+
+@pytest.mark.parametrize("method", [m for m in COMPLETERS if m != "auto"])
 def test_new_rows_are_predicted_as_if_each_came_alone(method):
     from benchsel.prediction import complete_new_rows
 

@@ -301,6 +301,23 @@ def test_cv_auto_predicts_each_validation_model_with_its_regimes_choice():
     assert np.all(factor > 0)
 
 
+def test_cv_gives_validation_models_without_a_selected_score_the_column_means():
+    values, fold, std, cols = _first_fold("merged")
+    val = values[np.ix_(fold.validation, cols)]
+    # An item some validation models have and others lack.
+    j = int(np.flatnonzero(np.isnan(val).any(axis=0) & ~np.isnan(val).all(axis=0))[0])
+    sel = np.array([j])
+    blank = np.isnan(val[:, j])
+    for predictor in ("auto", "gp", "svd"):
+        mu, sd, factor, _ = _by_completion(values, fold, cols, sel, predictor, std, 0.9,
+                                           np.zeros(len(fold.validation)))
+        means = std.transform(np.nanmean(values[fold.train], axis=0)[cols][None], cols)[0]
+        np.testing.assert_allclose(mu[blank], np.broadcast_to(means, mu[blank].shape),
+                                   atol=1e-12)
+        assert np.all(factor[blank] == 1.0)
+        assert not np.allclose(mu[~blank & ~np.isnan(mu).all(axis=1)], means)
+
+
 def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets():
     from benchsel.datasets import load_dataset
     from benchsel.prediction.completion import complete_new_rows
@@ -313,10 +330,11 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
     keep[[0, 3, 7, 20, 40]] = True
     new[:, ~keep] = np.nan
     new[1::3, 20] = np.nan  # a second pattern, and rows lacking the selection
-    new[2] = np.nan  # no scores at all: the Gaussian's means
+    new[2] = np.nan  # no scores at all: the column means
     together = complete_new_rows(train, new, "gp")
-    patterns = {tuple(~np.isnan(row)) for row in new}
-    assert len(patterns) == 3
+    patterns = {tuple(~np.isnan(row)) for row in new if not np.isnan(row).all()}
+    assert len(patterns) == 2
+    np.testing.assert_allclose(together.mean[2], np.nanmean(train, axis=0), rtol=1e-12)
     for pattern in patterns:
         rows = np.flatnonzero([tuple(~np.isnan(row)) == pattern for row in new])
         stack = complete(np.vstack([train, new[rows]]), "gp")

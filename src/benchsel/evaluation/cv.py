@@ -299,8 +299,9 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
     -------
     mu, sd : ndarray (validation models, len(cols))
         Standardized like the targets; NaN where the method did not
-        predict, and on the rows of a model ``auto`` gave to ``gaussian``:
-        the protocol's Gaussian conditional stands there.
+        predict, and on the rows of a model ``auto`` gave to ``gaussian``
+        that has a selected score: the protocol's Gaussian conditional
+        stands there.
     factor : ndarray (validation models,)
         Each model's calibrated multiplier of ``sd`` (1 without ``calibrate``).
     method : str
@@ -326,10 +327,20 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
         methods = [predictor] * len(new)
     mu = np.full((len(new), cols.size), np.nan)
     sd, factor = mu.copy(), np.ones(len(new))
+    # A model with none of the selected scores gets the training models'
+    # column means, whatever the method (complete_new_rows), uncalibrated
+    # as in `predict`: their spread is already that of a model about which
+    # nothing is known.
+    blank = np.isnan(new).all(axis=1)
+    if blank.any():
+        res = complete_new_rows(train, new[blank], "mean")
+        mu[blank] = std.transform(res.mean[:, cols], cols)
+        sd[blank] = res.std[:, cols] / std.scale[cols]
     for method in dict.fromkeys(methods):
-        if method == "gaussian":  # the protocol's own Gaussian, fitted on the same models
+        rows = np.array([m == method for m in methods]) & ~blank
+        # "gaussian": the protocol's own Gaussian, fitted on the same models, stands.
+        if method == "gaussian" or not rows.any():
             continue
-        rows = np.array([m == method for m in methods])
         res = complete_new_rows(train, new[rows], method, cache=cache)
         mu[rows] = std.transform(res.mean[:, cols], cols)
         sd[rows] = res.std[:, cols] / std.scale[cols]

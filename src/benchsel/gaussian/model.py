@@ -684,7 +684,11 @@ class GaussianModel:
         """Per pattern of observed items and regime: the method that wins a CV on the
         training models (random held-out models for a new model inside their
         strength range, the strength splits for one beyond it)."""
-        from ..prediction.completion import CompletionCache, choose_for_new_models
+        from ..prediction.completion import (
+            CompletionCache,
+            MethodChoice,
+            choose_for_new_models,
+        )
 
         train = self.scores_.values
         reference = self._raw_standardizer.transform(train)
@@ -697,7 +701,10 @@ class GaussianModel:
             z = self._raw_standardizer.transform(x[rows])
             outside = range_excess(reference[:, pattern], z[:, pattern]) > 0
             cache = CompletionCache()  # one pattern's completions, shared by all its steps
-            picked = choose_for_new_models(train, pattern, outside, cache=cache)
+            if pattern.any():
+                picked = choose_for_new_models(train, pattern, outside, cache=cache)
+            else:  # nothing to choose by: column means (complete_new_rows)
+                picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
             for r, choice in zip(rows, picked):
                 choices[r] = choice.to_dict()
             for method in dict.fromkeys(c.method for c in picked):

@@ -446,7 +446,8 @@ class MethodChoice:
         What the held-out models were: ``"random"`` (random models, as a
         new model inside the source models' range) or ``"strength"`` (the
         strongest 30%, then the weakest 30%, each predicted from the other
-        models: as a new model beyond the range).
+        models: as a new model beyond the range), or ``"none"`` for a new
+        model with no score (it gets ``mean``: :func:`complete_new_rows`).
     """
 
     method: str
@@ -751,35 +752,47 @@ def complete_new_rows(
     row with at most :data:`~benchsel.prediction.gp.MAX_INPUTS` scores from
     rows with more scores only, so such rows are completed in one stack per
     pattern of observed items, on one Gaussian fitted on ``train``'s rows
-    with more scores (what :func:`complete_gp` fits for every such stack);
-    rows with no score at all get ``complete_gp``'s answer (through
-    ``cache`` when given).
+    with more scores (what :func:`complete_gp` fits for every such stack).
+
+    A row with no score at all gets, whatever the method, the mean of the
+    ``train`` models that have each score and their spread
+    (:func:`complete_mean`): nothing places that model among the others.
+    The Gaussian's answer there would be its EM mean, the mean of a
+    population in which every model had every score; on a sparse board the
+    models that have a score are not that population. In the cv protocol
+    on MERGED at k = 1, where half of the scored variance is on validation
+    models with none of the selected scores, the EM mean gave R^2 -0.42 on
+    those models and the observed means 0 (docs/reproduction.md).
     """
     train = np.asarray(train, dtype=float)
     new = np.asarray(new, dtype=float)
     if new.ndim != 2 or new.shape[1] != train.shape[1]:
         raise ValueError(f"new rows must have {train.shape[1]} columns; got shape {new.shape}")
     mean, std = np.full(new.shape, np.nan), np.full(new.shape, np.nan)
-    n_obs = (~np.isnan(new)).sum(axis=1)
-    if method == "gp" and np.all((n_obs == 0) | _gp_rows(new)):
+    blank = np.isnan(new).all(axis=1)
+    if blank.any():
+        prior = complete_mean(np.vstack([train, np.full((1, train.shape[1]), np.nan)]))
+        mean[blank], std[blank] = prior.mean[-1], prior.std[-1]
+    rows = np.flatnonzero(~blank)
+    if method == "gp" and rows.size and np.all(_gp_rows(new[rows])):
         # Rows of one pattern cannot train each other's process: one stack
         # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
-        patterns, inverse = unique_rows(~np.isnan(new))
+        patterns, inverse = unique_rows(~np.isnan(new[rows]))
         source = train[~_gp_rows(train)]
         base = _GPBase(source) if len(source) >= gp.MIN_ROWS else None
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse == g)
-            stack = np.vstack([train, new[rows]])
-            if base is None or not pattern.any():  # the Gaussian stands
+        for g in range(len(patterns)):
+            members = rows[inverse == g]
+            stack = np.vstack([train, new[members]])
+            if base is None:  # the Gaussian stands
                 res = complete(stack, method, cache=cache)
                 res = Completion(res.mean[len(train):], res.std[len(train):])
             else:
                 res = base.predict(stack, np.arange(len(train), len(stack)))
-            mean[rows], std[rows] = res.mean, res.std
+            mean[members], std[members] = res.mean, res.std
         return Completion(mean, std)
     # One completion per row, not kept: a file of many new models would
     # fill the cache with copies of the training matrix.
-    for i in range(len(new)):
+    for i in rows:
         res = complete(np.vstack([train, new[i:i + 1]]), method)
         mean[i], std[i] = res.mean[-1], res.std[-1]
     return Completion(mean, std)
