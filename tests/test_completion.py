@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from benchsel import GaussianModel, ScoreMatrix, load_dataset
+from benchsel import DataWarning, GaussianModel, ScoreMatrix, load_dataset
 from benchsel.cli import main
 from benchsel.evaluation import completion_masks, evaluate_completion
 from benchsel.prediction import COMPLETERS, complete, percent_scale
@@ -326,7 +326,8 @@ def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
     model = GaussianModel().fit(data)
     blank = ScoreMatrix(np.full((1, data.n_items), np.nan), models=["blank"],
                         items=list(data.items))
-    pred = model.predict(blank, method="auto")
+    with pytest.warns(DataWarning, match="'blank': no observed score"):
+        pred = model.predict(blank, method="auto")
     assert pred.choices[0]["method"] == "mean" and pred.choices[0]["split"] == "none"
     np.testing.assert_allclose(pred.mean[0], np.nanmean(model.scores_.values, axis=0),
                                rtol=1e-9)

@@ -280,10 +280,14 @@ def cmd_predict(args) -> int:
             held = ("cells of the strongest and weakest source models, as this model lies "
                     "beyond the others' range" if choice.get("split") == "strength"
                     else "held-out source cells")
-            head += (f"\n  method: {choice['method']} (auto: best of a cross-validation on "
-                     f"{choice['cells']} {held}"
-                     + (f", MedAPE {margin:.2f} points below the runner-up)"
-                        if margin is not None else ")"))
+            if choice.get("split") == "none":
+                head += (f"\n  method: {choice['method']} (auto: no observed score to choose "
+                         "by; the source models' mean and spread)")
+            else:
+                head += (f"\n  method: {choice['method']} (auto: best of a cross-validation "
+                         f"on {choice['cells']} {held}"
+                         + (f", MedAPE {margin:.2f} points below the runner-up)"
+                            if margin is not None else ")"))
         cal = pred.calibration[i] if pred.calibration else {}
         if cal.get("method") == "conformal":
             head += ("\n  intervals: calibrated on held-out source models, "

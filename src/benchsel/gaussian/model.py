@@ -632,6 +632,13 @@ class GaussianModel:
         std, transform = self.standardizer_, self.transform_
         if method == "auto" and (observed_std is not None or transform.name != "none"):
             method = "gaussian"  # the only method for noisy scores or transformed units
+        blank = [m for m, row in zip(models, x) if np.isnan(row).all()]
+        if blank:
+            warnings.warn(
+                f"{_short_list(blank)}: no observed score; each benchmark is predicted "
+                + ("as the Gaussian's unconditional mean" if method == "gaussian"
+                   else "as the source models' mean"),
+                DataWarning, stacklevel=2)
         noise = self._noise(observed_std, x, method)
         z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
