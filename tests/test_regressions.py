@@ -255,3 +255,19 @@ def test_every_shared_question_matrix_loads():
             warnings.simplefilter("ignore", DataWarning)
             scores = read_scores(path)
         assert scores.n_models >= 83 and scores.n_items >= 277
+
+
+def test_em_extrapolation_falls_back_where_two_items_never_meet():
+    # Found by hypothesis in CI: two benchmarks no model has together, tiny
+    # scores. SQUAREM's extrapolation overflowed in the calibrator's EM and
+    # numpy's warnings reached the user.
+    nan = np.nan
+    b0 = [nan, nan, nan, 4.9e-07, 2.1e-07, nan, nan, -2.2e-07, -6.3e-07, nan, 7.1e-09,
+          -5.8e-08, -1.7e-07]
+    b1 = [-7.1e-07, 4.2e-06, -5.0e-07, nan, nan, -2.0e-06, 1.1e-07, nan, nan, 4.6e-06, nan,
+          nan, nan]
+    scores = ScoreMatrix(np.column_stack([b0, b1]), [f"m{i}" for i in range(13)], ["b0", "b1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        pred = GaussianModel().fit(scores).predict({"b0": -5.8e-08}, method="auto")
+    assert np.isfinite(pred.mean).all() and np.isfinite(pred.high).all()

@@ -293,7 +293,9 @@ def em_covariance(
         return mu_new, new
 
     def rel_change(new, old):
-        return float(np.linalg.norm(new - old) / np.linalg.norm(old))
+        with np.errstate(over="ignore", invalid="ignore"):
+            change = float(np.linalg.norm(new - old) / np.linalg.norm(old))
+        return change if np.isfinite(change) else np.inf
 
     def ll_change():
         if len(trace) < 2:
@@ -344,6 +346,12 @@ def em_covariance(
                     break
                 mu3, s3 = step(mu2, s2)
             change = rel_change(s3, sigma)
+            if not np.isfinite(change):
+                # An unidentified direction (two items no model has together)
+                # can send the extrapolation towards overflow: keep the plain
+                # EM steps instead.
+                change = rel_change(s2, sigma)
+                mu3, s3 = mu2, s2
             mu, sigma = mu3, s3
     n_iter = e_steps
     ll_final = ll_change()
