@@ -11,6 +11,7 @@ from benchsel.calibration import (
     conformal_quantile,
     fit_calibration,
     outside_range,
+    unknown_calibration,
 )
 from benchsel.evaluation import evaluate_completion, extrapolate
 from benchsel.gaussian.calibrate import GaussianCalibrator
@@ -118,6 +119,35 @@ def test_fit_calibration_calibrates_models_above_and_below_the_range_apart():
     pooled = fit_calibration(resid, np.ones(n), np.abs(excess))
     assert pooled.below is None and 1.0 < pooled.outside < 3.0
     assert "below" not in pooled.to_dict() and "below" in cal.to_dict()
+
+
+def _strength_board(rng, m=300, n=12):
+    """Scores driven by one latent strength plus noise: models differ mostly in level."""
+    strength = rng.normal(size=m)
+    return np.sort(strength)[:, None] * rng.uniform(0.6, 1.2, n) + 0.5 * rng.normal(size=(m, n))
+
+
+def test_unknown_calibration_covers_models_stronger_than_every_source():
+    """A model with no score, predicted as the column means: the multiplier must
+    cover models beyond the sources' range, where the column spread alone does not."""
+    rng = np.random.default_rng(5)
+    values = _strength_board(rng)  # rows sorted by latent strength
+    source, strong = values[:210], values[210:]  # the strongest 30% are new
+    cal = unknown_calibration(source)
+    assert cal.calibrated and cal.n_inside > 0
+    mu, sd = source.mean(axis=0), source.std(axis=0)
+    z = norm.ppf(0.95)
+    plain = np.mean(np.abs(strong - mu) <= z * sd)
+    covered = np.mean(np.abs(strong - mu) <= z * sd * cal.inside)
+    assert plain < 0.85 and covered >= 0.85
+
+
+def test_unknown_calibration_is_never_narrower_than_the_random_folds_need():
+    rng = np.random.default_rng(6)
+    values = rng.normal(size=(200, 8))  # exchangeable models: the spread is right
+    cal = unknown_calibration(values)
+    assert 0.9 < cal.inside < 1.6
+    assert not unknown_calibration(values[:8]).calibrated  # too few models
 
 
 def test_calibration_splits_hold_out_random_folds_and_both_tails():

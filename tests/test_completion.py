@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from benchsel import DataWarning, GaussianModel, ScoreMatrix, load_dataset
+from benchsel.calibration import unknown_calibration
 from benchsel.cli import main
 from benchsel.evaluation import completion_masks, evaluate_completion
 from benchsel.prediction import COMPLETERS, complete, percent_scale
@@ -332,6 +333,9 @@ def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
     np.testing.assert_allclose(pred.mean[0], np.nanmean(model.scores_.values, axis=0),
                                rtol=1e-9)
     assert np.all(pred.low[0] < pred.mean[0]) and np.all(pred.mean[0] < pred.high[0])
+    cal = pred.calibration[0]
+    assert cal["regime"] == "unknown"
+    assert cal["multiplier"] == pytest.approx(unknown_calibration(model.scores_.values).inside)
 
 
 @pytest.mark.parametrize("method", [m for m in COMPLETERS if m != "auto"])

@@ -289,7 +289,11 @@ def cmd_predict(args) -> int:
                          + (f", MedAPE {margin:.2f} points below the runner-up)"
                             if margin is not None else ")"))
         cal = pred.calibration[i] if pred.calibration else {}
-        if cal.get("method") == "conformal":
+        if cal.get("method") == "conformal" and cal.get("regime") == "unknown":
+            head += ("\n  intervals: calibrated on held-out source models, "
+                     f"x{cal['multiplier']:.2f} (no observed score: as wide as a model "
+                     "beyond the source models' strength range needs)")
+        elif cal.get("method") == "conformal":
             head += ("\n  intervals: calibrated on held-out source models, "
                      f"x{cal['multiplier']:.2f} ({cal['regime']} the source models' "
                      "strength range)")

@@ -39,7 +39,7 @@ from scipy.special import ndtri
 
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
-from ..calibration import range_excess
+from ..calibration import range_excess, unknown_calibration
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
@@ -328,14 +328,16 @@ def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calib
     mu = np.full((len(new), cols.size), np.nan)
     sd, factor = mu.copy(), np.ones(len(new))
     # A model with none of the selected scores gets the training models'
-    # column means, whatever the method (complete_new_rows), uncalibrated
-    # as in `predict`: their spread is already that of a model about which
-    # nothing is known.
+    # column means, whatever the method (complete_new_rows), and intervals
+    # as wide as a model stronger or weaker than all of them needs, as in
+    # `predict` (unknown_calibration).
     blank = np.isnan(new).all(axis=1)
     if blank.any():
         res = complete_new_rows(train, new[blank], "mean")
         mu[blank] = std.transform(res.mean[:, cols], cols)
         sd[blank] = res.std[:, cols] / std.scale[cols]
+        if calibrate:
+            factor[blank] = unknown_calibration(train, level).inside
     for method in dict.fromkeys(methods):
         rows = np.array([m == method for m in methods]) & ~blank
         # "gaussian": the protocol's own Gaussian, fitted on the same models, stands.

@@ -12,7 +12,7 @@ from .. import names
 from .._linalg import cholesky
 from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds
-from ..calibration import range_excess
+from ..calibration import range_excess, unknown_calibration
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -747,9 +747,11 @@ class GaussianModel:
         return self._per_pattern(
             self._z, z, lambda pattern: self._calibrator.calibration(pattern, level))
 
-    def _per_pattern(self, reference: np.ndarray, rows_z: np.ndarray, calibrate) -> list[dict]:
+    def _per_pattern(self, reference: np.ndarray, rows_z: np.ndarray, calibrate,
+                     unknown=None) -> list[dict]:
         """Each row's calibration record: ``calibrate(pattern)`` once per pattern of given
-        items, the regime judged against ``reference`` (standardized, like ``rows_z``)."""
+        items, the regime judged against ``reference`` (standardized, like ``rows_z``).
+        A row with nothing given gets ``unknown()`` (a :class:`Calibration`; none without)."""
         none = {"method": "none", "regime": None, "multiplier": 1.0}
         out = [dict(none) for _ in range(rows_z.shape[0])]
         if self.calibration == "none":
@@ -757,8 +759,15 @@ class GaussianModel:
         patterns, inverse = unique_rows(~np.isnan(rows_z))
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == g)
+            if not pattern.any():
+                cal = unknown() if unknown is not None else None
+                if cal is not None and cal.calibrated:
+                    for r in rows:
+                        out[r] = {"method": "conformal", "regime": "unknown",
+                                  "multiplier": float(cal.inside), "cells": cal.n_inside}
+                continue
             cal = calibrate(pattern)
-            if not (pattern.any() and cal.calibrated):
+            if not cal.calibrated:
                 continue
             excess = range_excess(reference[:, pattern],
                                   rows_z[np.ix_(rows, np.flatnonzero(pattern))])
@@ -832,7 +841,8 @@ class GaussianModel:
         return self._per_pattern(
             self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
             lambda pattern: calibrate_completion(train, method, level=level, given=pattern,
-                                                 cache=cache))
+                                                 cache=cache),
+            unknown=lambda: unknown_calibration(train, level))
 
     def extrapolation(self, observed) -> list[dict]:
         """Whether predictions for new models are extrapolations, and why.
