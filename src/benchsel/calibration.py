@@ -36,6 +36,10 @@ alone under-covers some bundled board under extrapolation: the constant one
 open_llm_v2 and alpaca_eval, the growing one MTEB and HELM Lite; the larger
 of the two covers both, at the price of wider intervals where the constant
 one sufficed.)
+
+A new model with no observed score has no regime: nothing places it among
+the source models. :func:`unknown_calibration` gives it the multiplier a
+model beyond the range needs.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ __all__ = [
     "fit_calibration",
     "outside_range",
     "range_excess",
+    "unknown_calibration",
 ]
 
 #: Fewest held-out cells a regime needs for a multiplier of its own.
