@@ -6,8 +6,8 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, RationalQuadratic, WhiteKernel
 
 import benchsel
-from benchsel.evaluation import cross_validate, extrapolate
 from benchsel.calibration import unknown_calibration
+from benchsel.evaluation import cross_validate, extrapolate
 from benchsel.evaluation.cv import _by_completion
 from benchsel.gaussian.covariance import fit_standardizer
 from benchsel.prediction import complete

@@ -267,12 +267,13 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
     values = np.asarray(values, dtype=float)
     splits = calibration_splits(values, seed=seed)
     scores = {"random": [], "strength": []}
+    n_random = len(splits) - 2  # calibration_splits: the random folds, then two strength splits
     for i, fold in enumerate(splits):
         count, mu, sd = column_moments(values[fold.train])
         ok = (count > 1) & (sd > 0)
         held = values[fold.validation][:, ok]
         s = np.abs(held - mu[ok]) / sd[ok]
-        scores["random" if i < len(splits) - 2 else "strength"].append(s[~np.isnan(s)])
+        scores["random" if i < n_random else "strength"].append(s[~np.isnan(s)])
     pooled = {k: np.concatenate(v) if v else np.empty(0) for k, v in scores.items()}
     if min(p.size for p in pooled.values()) < MIN_CELLS:
         return Calibration(level)

@@ -756,7 +756,9 @@ def complete_new_rows(
 
     A row with no score at all gets, whatever the method, the mean of the
     ``train`` models that have each score and their spread
-    (:func:`complete_mean`): nothing places that model among the others.
+    (:func:`complete_mean`): nothing places that model among the others
+    (where intervals are calibrated, :func:`~benchsel.calibration.unknown_calibration`
+    widens that spread to what a model beyond their range needs).
     The Gaussian's answer there would be its EM mean, the mean of a
     population in which every model had every score; on a sparse board the
     models that have a score are not that population. In the cv protocol
