@@ -338,6 +338,21 @@ def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
     assert cal["multiplier"] == pytest.approx(unknown_calibration(model.scores_.values).inside)
 
 
+def test_cli_says_a_model_with_no_score_gets_the_unknown_width(tmp_path, capsys):
+    observed = tmp_path / "new.csv"
+    observed.write_text("model,GSM8K,MMLU\nblank,,\nrun,0.6,0.6\n")
+    assert main(["predict", "helm_lite", "--observed", str(observed)]) == 0
+    out = capsys.readouterr()
+    blank, run = out.out.split("\n\n")[:2]
+    assert "no observed score: as wide as a model beyond the source models' strength range" \
+        in blank
+    assert "no observed score" not in run and "'blank': no observed score" in out.err
+    assert main(["predict", "helm_lite", "--observed", str(observed), "--json"]) == 0
+    cal = [m["calibration"] for m in json.loads(capsys.readouterr().out)["models"]]
+    assert cal[0]["regime"] == "unknown" and cal[0]["multiplier"] > 1
+    assert cal[1]["regime"] in ("inside", "outside")
+
+
 @pytest.mark.parametrize("method", [m for m in COMPLETERS if m != "auto"])
 def test_new_rows_are_predicted_as_if_each_came_alone(method):
     from benchsel.prediction import complete_new_rows
