@@ -289,14 +289,12 @@ def cmd_predict(args) -> int:
                          + (f", MedAPE {margin:.2f} points below the runner-up)"
                             if margin is not None else ")"))
         cal = pred.calibration[i] if pred.calibration else {}
-        if cal.get("method") == "conformal" and cal.get("regime") == "unknown":
+        if cal.get("method") == "conformal":
+            where = ("no observed score: as wide as a model beyond the source models' "
+                     "strength range needs" if cal.get("regime") == "unknown"
+                     else f"{cal['regime']} the source models' strength range")
             head += ("\n  intervals: calibrated on held-out source models, "
-                     f"x{cal['multiplier']:.2f} (no observed score: as wide as a model "
-                     "beyond the source models' strength range needs)")
-        elif cal.get("method") == "conformal":
-            head += ("\n  intervals: calibrated on held-out source models, "
-                     f"x{cal['multiplier']:.2f} ({cal['regime']} the source models' "
-                     "strength range)")
+                     f"x{cal['multiplier']:.2f} ({where})")
         ex = pred.extrapolation[i]
         if ex["flag"]:
             head += ("\n  WARNING: extrapolation -- this model lies outside what the source "
