@@ -3,6 +3,7 @@
 import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from benchsel.evaluation import (
     nogueira_stability,
     r2_against_zero,
 )
+from benchsel.splits import paper_kfold
 
 
 def low_rank_scores(m, n, rng, missing=0.0, noise=0.3):
@@ -360,3 +362,72 @@ def test_scoring_argument_errors(capsys):
                  "paper", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["scoring"] == "paper" and len(out["results"]) == 6
+
+
+# --- the published splitter, and Table 4 reproduced fold by fold ----------------------------
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "benchmarks" / "published" / "table4_seed42.json"
+
+
+@pytest.mark.parametrize("m, holdout", [(118, 0.1), (263, 0.1), (25, 0.5), (15, 0.9), (40, 0.2)])
+def test_paper_folds_match_the_published_rule(m, holdout):
+    seed = 42
+    ours = paper_kfold(m, 10, holdout, seed)
+    default = kfold_with_holdout(m, 10, holdout, seed)
+    # The published rule written out: one permutation, round((1 - p) M) training
+    # models, drawn per fold from the pool in fold order by its own seed.
+    parts = np.array_split(np.random.default_rng(seed).permutation(m), 10)
+    n_train = round((1 - holdout) * m)
+    for f, fold in enumerate(ours):
+        pool = np.concatenate(parts[:f] + parts[f + 1:])
+        train = pool
+        if n_train < pool.size:
+            train = np.random.default_rng((seed, f, int(holdout * 10000))).permutation(pool)
+            train = train[:n_train]
+        assert np.array_equal(fold.train, np.sort(train))
+        assert np.array_equal(fold.validation, default[f].validation)
+
+
+def test_paper_folds_round_where_the_default_floors():
+    # MTEB: round(0.9 * 263) = 237, so the folds of 26 train on their whole
+    # pool of 237 (as the published run does); the default floors to 236.
+    assert sorted({f.train.size for f in paper_kfold(263, 10, 0.1, 0)}) == [236, 237]
+    assert {f.train.size for f in kfold_with_holdout(263, 10, 0.1, 0)} == {236}
+    with pytest.raises(ValueError, match="seed must be a non-negative integer; got -1"):
+        paper_kfold(50, 10, 0.1, -1)
+
+
+def test_paper_splitter_draws_random_orders_as_the_published_code():
+    rng = np.random.default_rng(5)
+    scores = low_rank_scores(40, 8, rng)
+    res = cross_validate(scores, objectives=("random",), k_max=8, seed=3, splitter="paper",
+                         calibrate=False)
+    for f, order in enumerate(res.orders["random"]):
+        perm = np.random.default_rng((3 + 7, f, 1000)).permutation(8)
+        assert order == [scores.items[j] for j in perm[:7]]  # k stops one short of all
+    assert res.to_dict()["splitter"] == "paper"
+    with pytest.raises(ValueError, match="splitter must be one of default, paper; got 'x'"):
+        cross_validate(scores, splitter="x")
+
+
+@pytest.mark.parametrize("name", ["merged", "mteb"])
+def test_table4_mi_reproduces_the_published_code_fold_by_fold(name):
+    """Smola (2026), Table 4, MI: the published run's R^2 in every fold (seed 42)."""
+    published = np.array(json.loads(PUBLISHED.read_text())["r2"][name]["mi"])[:, :6]
+    res = cross_validate(load_dataset(name), objectives=("mi",), k_max=6, covariance="paper",
+                         scoring="paper", splitter="paper", seed=42, calibrate=False)
+    np.testing.assert_allclose(res.r2["mi"], published, atol=1e-9)
+    at5 = {"merged": 0.515, "mteb": 0.762}[name]
+    assert res.row("mi", 5).r2_mean == pytest.approx(at5, abs=5e-4)
+
+
+def test_cli_splitter_paper_and_its_protocol_check(capsys):
+    code = main(["evaluate", "helm_lite", "--folds", "5", "--k-max", "2", "--objectives", "mi",
+                 "--splitter", "paper", "--json", "--quiet"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["splitter"] == "paper" and len(out["fold_r2"]["mi"]) == 5
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "helm_lite", "--protocol", "extrapolation", "--splitter", "paper"])
+    assert exit_.value.code == 2
+    assert "--splitter is not supported by the extrapolation protocol" in capsys.readouterr().err

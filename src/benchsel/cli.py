@@ -19,6 +19,7 @@ from .names import (
     CORESET_METHODS,
     COVARIANCE_METHODS,
     DEFAULT_CORESET_METHOD,
+    FOLD_SPLITTERS,
     INPUT_FORMATS,
     OBJECTIVES,
     PAPER_REFITS,
@@ -276,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "models; gp: gaussian plus a residual Gaussian process); slower: a "
                    "completion per k and fold, so keep --k-max and --objectives small")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
+    p.add_argument("--splitter", choices=FOLD_SPLITTERS, default="default",
+                   help="cv: how folds are drawn: default (benchsel's), or paper (the "
+                   "published code's code/cv_split.py: round((1-p) M) training models, "
+                   "each fold's drawn by its own seed; the paper's runs use --seed 42)")
     p.add_argument("--jobs", type=int, default=1,
                    help="cv and complete folds (and lm-eval sample logs) in parallel (joblib; "
                    "-1 = all cores; results do not depend on it)")

@@ -976,6 +976,8 @@ def cmd_evaluate(args) -> int:
         raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
     elif args.scoring != "default":
         raise ValueError(f"--scoring is not supported by the {args.protocol} protocol")
+    if args.protocol != "cv" and args.splitter != "default":
+        raise UsageError(f"--splitter is not supported by the {args.protocol} protocol")
     if args.protocol == "complete" and args.covariance != "auto":
         raise ValueError(
             "--covariance does not apply to the complete protocol: it compares the "
@@ -987,7 +989,8 @@ def cmd_evaluate(args) -> int:
         if args.protocol == "cv":
             with _workers(args) as fan_out:
                 result = cross_validate(scores, folds=args.folds, holdout=args.holdout,
-                                        progress=progress, **fan_out, **common)
+                                        splitter=args.splitter, progress=progress,
+                                        **fan_out, **common)
         elif args.protocol == "extrapolation":
             result = extrapolate(scores, **common)
         elif args.protocol == "complete":

@@ -17,6 +17,8 @@ TRANSFORMS = ("none", "logit")
 CALIBRATIONS = ("conformal", "none")
 #: Selection objectives (:mod:`benchsel.selection.greedy`).
 OBJECTIVES = ("mi", "entropy", "random")
+#: Fold rules of the cv protocol (:mod:`benchsel.splits`).
+FOLD_SPLITTERS = ("default", "paper")
 #: Which cells the cross-validated R^2 counts (:mod:`benchsel.evaluation.cv`).
 SCORINGS = ("default", "paper")
 #: Completion methods (:data:`benchsel.prediction.COMPLETERS`).

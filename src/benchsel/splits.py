@@ -6,11 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import names
 from .matrix import model_strength
 
 __all__ = [
-    "Fold", "completion_masks", "kfold_with_holdout", "model_strength", "strength_split",
+    "Fold", "SPLITTERS", "completion_masks", "kfold_with_holdout", "model_strength",
+    "paper_kfold", "strength_split",
 ]
+
+#: Fold rules of :func:`~benchsel.evaluation.cross_validate`: benchsel's
+#: (:func:`kfold_with_holdout`) and the paper's published one (:func:`paper_kfold`).
+SPLITTERS = names.FOLD_SPLITTERS
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,53 @@ def kfold_with_holdout(
     for f, validation in enumerate(parts):
         pool = np.concatenate([p for g, p in enumerate(parts) if g != f])
         train = rng.permutation(pool)[: min(n_train, pool.size)]
+        folds.append(Fold(f, np.sort(train), np.sort(validation)))
+    return folds
+
+
+def paper_kfold(
+    n_models: int, n_folds: int = 10, holdout: float = 0.1, seed: int = 42
+) -> list[Fold]:
+    """The folds of the paper's published code (``code/cv_split.py``).
+
+    The same validation folds as :func:`kfold_with_holdout` with the same
+    seed (one permutation from ``default_rng(seed)``, split into folds whose
+    sizes differ by at most one); the training models are drawn differently:
+    ``round((1 - holdout) M)`` of them (Python's rounding) and, when the pool
+    of the other folds holds more, the first ones of a permutation of the
+    pool (taken in fold order) by ``default_rng((seed, fold, int(holdout *
+    10000)))``, so that each fold's draw does not depend on the others.
+
+    Parameters
+    ----------
+    n_models : int
+        ``M``, at least ``n_folds``.
+    n_folds : int, default 10
+    holdout : float in (0, 1), default 0.1
+    seed : int, default 42
+        The published experiments' seed.
+
+    Returns
+    -------
+    list of Fold
+    """
+    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
+        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    if n_models < n_folds:
+        raise ValueError(f"cannot make {n_folds} folds from {n_models} models")
+    if not 0 < holdout < 1:
+        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    if not (isinstance(seed, int | np.integer) and seed >= 0):
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    parts = np.array_split(np.random.default_rng(seed).permutation(n_models), n_folds)
+    n_train = round((1 - holdout) * n_models)
+    folds = []
+    for f, validation in enumerate(parts):
+        pool = np.concatenate([p for g, p in enumerate(parts) if g != f])
+        train = pool
+        if n_train < pool.size:
+            draw = np.random.default_rng((int(seed), f, int(holdout * 10000)))
+            train = draw.permutation(pool)[:n_train]
         folds.append(Fold(f, np.sort(train), np.sort(validation)))
     return folds
 

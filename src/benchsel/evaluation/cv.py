@@ -45,7 +45,7 @@ from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
-from ..splits import Fold, kfold_with_holdout, strength_split
+from ..splits import SPLITTERS, Fold, kfold_with_holdout, paper_kfold, strength_split
 from ..transforms import make_transform
 from .metrics import (
     gaussian_entropy,
@@ -113,6 +113,7 @@ class CVResult:
     scoring: str = "default"
     predictor: str = "gaussian"
     choices: dict = field(default_factory=dict, repr=False)
+    splitter: str = "default"
 
     def row(self, objective: str, k: int) -> CVRow:
         for r in self.rows:
@@ -127,11 +128,15 @@ class CVResult:
             "folds": self.folds,
             # The extrapolation split has no holdout fraction, only weak/strong shares.
             "holdout": self.holdout if self.protocol == "cv" else None,
+            "splitter": self.splitter if self.protocol == "cv" else None,
             "scoring": self.scoring,
             "predictor": self.predictor,
             **({"choices": self.choices} if self.choices else {}),
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.rows],
+            # Per split and k (null where a split scored no cell).
+            "fold_r2": {obj: [[None if np.isnan(v) else float(v) for v in row] for row in a]
+                        for obj, a in self.r2.items()},
             "orders": self.orders,
         }
 
@@ -155,6 +160,7 @@ def _fold(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = "gaussian",
+    order_seed=None,
 ) -> dict:
     std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
@@ -206,7 +212,8 @@ def _fold(
         )
     out = {}
     for objective in objectives:
-        greedy = run_greedy(sigma, k_top, objective=objective, seed=[seed, fold.index])
+        greedy = run_greedy(sigma, k_top, objective=objective,
+                            seed=[seed, fold.index] if order_seed is None else order_seed)
         r2 = np.full(k_max, np.nan)
         cover = np.full(k_max, np.nan)
         raw_cover = np.full(k_max, np.nan)
@@ -409,13 +416,15 @@ def _evaluate(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = "gaussian",
+    order_seeds=None,
 ) -> CVResult:
     """Run every split and aggregate per (objective, k)."""
     start = time.perf_counter()
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
             calibrate, predictor)
-    per_fold = map_tasks(_fold, ((scores.values, f, *args) for f in splits), n_jobs=n_jobs,
-                         backend=backend, progress=progress)
+    seeds = [None] * len(splits) if order_seeds is None else order_seeds
+    tasks = ((scores.values, f, *args, s) for f, s in zip(splits, seeds, strict=True))
+    per_fold = map_tasks(_fold, tasks, n_jobs=n_jobs, backend=backend, progress=progress)
     rows, r2, orders, choices = [], {}, {}, {}
     for obj in objectives:
         if predictor != "gaussian":
@@ -459,6 +468,7 @@ def _evaluate(
         scoring=scoring,
         predictor=predictor,
         choices=choices,
+        splitter="default" if order_seeds is None else "paper",
     )
 
 
@@ -481,6 +491,7 @@ def cross_validate(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = "gaussian",
+    splitter: str = "default",
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -540,16 +551,30 @@ def cross_validate(
         Selection is unchanged. Each ``k`` of each objective then costs a
         completion (``auto``: a dozen), so keep ``k_max`` and the objectives
         to what is needed.
+    splitter : {"default", "paper"}, default "default"
+        How folds are drawn: :func:`~benchsel.splits.kfold_with_holdout`, or
+        the published code's :func:`~benchsel.splits.paper_kfold` (the same
+        validation folds for the same seed, ``round((1 - p) M)`` training
+        models drawn per fold); with ``"paper"`` the random objective's order
+        is also drawn as there, from ``default_rng((seed + 7, fold,
+        int(p * 10000)))`` over the fold's modelled items.
 
     Returns
     -------
     CVResult
     """
     scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
-    splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
+    if splitter not in SPLITTERS:
+        raise ValueError(f"splitter must be one of {', '.join(SPLITTERS)}; got {splitter!r}")
+    order_seeds = None
+    if splitter == "paper":
+        splits = paper_kfold(scores.n_models, folds, holdout, seed)
+        order_seeds = [(seed + 7, f.index, int(holdout * 10000)) for f in splits]
+    else:
+        splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
                      clip, level, seed, n_jobs, backend, progress, transform, scoring,
-                     calibrate, predictor)
+                     calibrate, predictor, order_seeds)
 
 
 def extrapolate(
