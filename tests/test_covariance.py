@@ -479,3 +479,25 @@ def test_start_order_must_be_known():
     with pytest.raises(ValueError, match="start_order must be one of shrink-first, "
                                          "project-first; got 'psd'"):
         em_covariance(np.eye(3), start_order="psd")
+
+
+# EM creeps on a column seen on four models; where it stops does not matter here.
+@pytest.mark.filterwarnings("ignore::benchsel.ConvergenceWarning")
+def test_pair_shrinkage_pulls_hardest_on_pairs_few_models_share():
+    rng = np.random.default_rng(32)
+    x = _correlated(200, 4, rng)
+    x[:, 3] = x[:, 0] + 0.3 * rng.normal(size=200)  # columns 0 and 3 strongly correlated
+    x[:, 2] = x[:, 1] + 0.3 * rng.normal(size=200)  # and so are 1 and 2
+    x[4:, 3] = np.nan  # ... but column 3 is seen on 4 models only
+    plain = _corr(em_covariance(x, floor=1e-6).covariance)
+    paired = _corr(em_covariance(x, floor=1e-6, pair_shrinkage=2.0).covariance)
+    rare, common = (0, 3), (1, 2)
+    # The rarely co-observed pair loses about a third (4 / (4 + 2)); the pair
+    # seen on 200 models keeps 200 / 202 of its correlation.
+    assert abs(paired[rare]) < 0.8 * abs(plain[rare])
+    assert abs(paired[common]) == pytest.approx(abs(plain[common]), rel=0.02)
+    # Off by default: the estimate is the plain EM's to the last bit.
+    np.testing.assert_array_equal(em_covariance(x, floor=1e-6, pair_shrinkage=0.0).covariance,
+                                  em_covariance(x, floor=1e-6).covariance)
+    with pytest.raises(ValueError, match="pair_shrinkage must be a non-negative number; got -1"):
+        em_covariance(x, pair_shrinkage=-1)

@@ -81,10 +81,6 @@ EM_MAX_FLOPS = 1e10
 START_ORDERS = ("shrink-first", "project-first")
 #: Off-diagonal shrinkage per M-step used by ``em-shrink``.
 DEFAULT_CORRELATION_SHRINKAGE = 0.02
-#: Pair-count shrinkage per M-step used by ``em-shrink`` (see :func:`em_covariance`).
-DEFAULT_PAIR_SHRINKAGE = 0.0
-#: How ``em-shrink`` makes its pairwise start positive definite.
-DEFAULT_START_ORDER = "shrink-first"
 _LOG_2PI = float(np.log(2 * np.pi))
 
 
@@ -570,6 +566,4 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
         return pairwise_covariance(z, **options)
     if method == "em-shrink":
         options.setdefault("correlation_shrinkage", DEFAULT_CORRELATION_SHRINKAGE)
-        options.setdefault("pair_shrinkage", DEFAULT_PAIR_SHRINKAGE)
-        options.setdefault("start_order", DEFAULT_START_ORDER)
     return em_covariance(z, **options)
