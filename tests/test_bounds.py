@@ -1,4 +1,4 @@
-"""Score bounds: inference, parsing, clipped predictions, and the extrapolation flag."""
+"""Score bounds: inference, parsing, truncated predictions, and the extrapolation flag."""
 
 import json
 import warnings
@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from benchsel import ConvergenceWarning, GaussianModel, ScoreMatrix, load_dataset
-from benchsel.bounds import clip_to_bounds, infer_bounds, parse_bounds, resolve_bounds
+from benchsel.bounds import (
+    clip_to_bounds,
+    infer_bounds,
+    parse_bounds,
+    resolve_bounds,
+    truncated_interval,
+)
 from benchsel.prediction import COMPLETERS
 
 
@@ -117,7 +123,7 @@ def test_explicit_bounds_override_inference():
     free = GaussianModel(bounds="none").fit(data).predict(obs)
     assert free.high[0, j] > 45 and free.high[0, k] > 40  # so the cap below does something
     pred = model.predict(obs)
-    assert pred.high[0, j] == 45 and pred.high[0, k] == 40
+    assert 40 < pred.high[0, j] < 45 and 35 < pred.high[0, k] < 40
     # Inference and explicit bounds agree when they say the same thing.
     np.testing.assert_array_equal(as_text.bounds_, GaussianModel().fit(data).bounds_)
 
@@ -145,17 +151,30 @@ def test_prediction_for_a_very_strong_model_never_exceeds_100():
     todo = ~pred.observed[0]
     # Without bounds the Gaussian predicts impossible scores (the HellaSwag 100.4 bug) ...
     assert unbounded.mean[0, todo].max() > 100 and unbounded.high[0, todo].max() > 100
-    # ... with the inferred [0, 100] it does not.
+    # ... with the inferred [0, 100] it does not, and no interval collapses.
     assert pred.mean[0, todo].max() <= 100 and pred.high[0, todo].max() <= 100
-    assert np.all(pred.low[0, todo] <= pred.mean[0, todo])
-    # Clipping leaves the Gaussian std, and everything inside the bounds, as it was.
+    assert np.all(pred.low[0, todo] < pred.mean[0, todo])
+    assert np.all(pred.mean[0, todo] < pred.high[0, todo])
+    # Truncation leaves the Gaussian std as it was.
     np.testing.assert_array_equal(pred.std, unbounded.std)
-    inside = unbounded.high <= 100
-    np.testing.assert_array_equal(pred.high[inside], unbounded.high[inside])
-    np.testing.assert_array_equal(pred.low, unbounded.low)
+    assert pred.extrapolation[0]["flag"]
+
+
+def test_truncation_leaves_predictions_far_from_the_bounds_as_they_were():
+    data = load_dataset("bigcodebench")
+    middle = np.argsort(np.nanmean(data.values, axis=1))[data.n_models // 2]
+    obs = {c: float(data.values[middle, j]) for j, c in enumerate(data.items)
+           if j % 2 == 0 and not np.isnan(data.values[middle, j])}
+    unbounded = GaussianModel(bounds="none").fit(data).predict(obs)
+    pred = GaussianModel().fit(data).predict(obs)
+    # The normal's mass beyond a bound is under 1e-9 six standard deviations in.
+    far = (unbounded.mean + 6 * unbounded.std < 100) & (unbounded.mean - 6 * unbounded.std > 0)
+    assert far[~pred.observed].any()
+    for got, plain in ((pred.mean, unbounded.mean), (pred.low, unbounded.low),
+                       (pred.high, unbounded.high)):
+        np.testing.assert_allclose(got[far], plain[far], rtol=0, atol=1e-6)
     for r in pred.records():
         assert r["high"] <= 100
-    assert pred.extrapolation[0]["flag"]
 
 
 @pytest.mark.parametrize(
@@ -179,6 +198,8 @@ def test_intervals_stay_within_bounds_for_every_method(method, transform):
             assert np.all((arr >= low) & (arr <= high)), (name, method)
         assert np.all(pred.low[todo] <= pred.mean[todo])
         assert np.all(pred.mean[todo] <= pred.high[todo])
+        if transform == "none":  # never zero width (issue 28); a transform's ends are clipped
+            assert np.all(pred.low[todo] < pred.high[todo]), (name, method)
         for item, value in obs.items():
             j = pred.items.index(item)
             assert pred.mean[0, j] == value and pred.std[0, j] == 0
@@ -307,3 +328,41 @@ def test_extrapolation_of_many_models_and_of_an_array():
     json.dumps(flags, allow_nan=False)
     with pytest.raises(ValueError, match=r"one column per fitted item \(11\); got shape"):
         model.extrapolation(np.zeros((1, 3)))
+
+
+def test_truncated_interval_is_the_truncated_normal_everywhere():
+    from scipy.stats import truncnorm
+
+    mean = np.array([[0.5, 0.95, 1.0, 1.2, 5.0, 50.0, 1e4, -0.3, -1e3, 0.02, 3.0, 0.7]])
+    std = np.full_like(mean, 0.1065)
+    low = np.array([0.0] * 10 + [-np.inf, -np.inf])
+    high = np.array([1.0] * 10 + [np.inf, 1.0])
+    observed = np.zeros(mean.shape, dtype=bool)
+    got = np.vstack(truncated_interval(mean, std, observed, low, high, 0.9))
+    a, b = (low - mean) / std, (high - mean) / std
+    expected = truncnorm.ppf([[0.5], [0.05], [0.95]], a, b, loc=mean, scale=std)
+    # Far beyond a bound (a mean 470 standard deviations past it) included.
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert np.all(got[1] < got[2]) and np.all((got >= low) & (got <= high))
+    # Unbounded: the plain normal interval.
+    assert got[1, 10] == pytest.approx(3.0 - 1.6448536269514722 * 0.1065)
+
+
+def test_truncated_interval_keeps_observed_cells_and_degenerate_ones():
+    mean = np.array([[1.4, 1.4, 0.5, np.nan]])
+    std = np.array([[0.1, 0.0, np.nan, 0.1]])
+    observed = np.array([[True, False, False, False]])
+    med, lo, hi = truncated_interval(mean, std, observed, np.zeros(4), np.ones(4), 0.9)
+    assert (med[0, 0], lo[0, 0], hi[0, 0]) == (1.4, 1.4, 1.4)  # an observed 1.4 is kept
+    assert (med[0, 1], lo[0, 1], hi[0, 1]) == (1.0, 1.0, 1.0)  # no spread: the clipped mean
+    assert med[0, 2] == 0.5 and np.isnan(lo[0, 2]) and np.isnan(hi[0, 2])
+    assert np.isnan(med[0, 3])
+
+
+def test_a_strong_models_interval_at_the_bound_has_width():
+    # Issue 28: OpenbookQA was predicted 1.0 [1.0, 1.0] here.
+    model = GaussianModel().fit(load_dataset("helm_lite"))
+    for method in ("auto", "gaussian"):
+        pred = model.predict({"GSM8K": 0.95, "MMLU": 0.9}, method=method)
+        j = pred.items.index("OpenbookQA")
+        assert 0.8 < pred.low[0, j] < pred.mean[0, j] < pred.high[0, j] < 1.0

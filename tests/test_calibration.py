@@ -179,6 +179,44 @@ def test_calibration_splits_of_a_large_board_come_from_a_subsample():
         assert all(np.array_equal(x.validation, y.validation) for x, y in zip(a, b))
 
 
+def test_regime_excess_makes_a_row_beyond_any_item_outside():
+    from benchsel.calibration import range_excess, regime_excess
+
+    rng = np.random.default_rng(5)
+    ref = rng.normal(size=(40, 6))
+    ref[rng.random(ref.shape) < 0.3] = np.nan
+    rows = 1.5 * rng.normal(size=(80, 6))
+    rows[rng.random(rows.shape) < 0.5] = np.nan
+    got, strength = regime_excess(ref, rows), range_excess(ref, rows)
+    for r in range(rows.shape[0]):
+        g = np.flatnonzero(~np.isnan(rows[r]))
+        beyond = any(rows[r, j] > np.nanmax(ref[:, j]) or rows[r, j] < np.nanmin(ref[:, j])
+                     for j in g)
+        assert (got[r] > 0) == (strength[r] > 0 or beyond)
+        if strength[r] > 0:
+            assert got[r] == strength[r]  # the strength rule's excess is kept as it was
+    # The data hold rows of each kind: inside, beyond on an item only, beyond in strength.
+    only_item = (got > 0) & (strength == 0)
+    assert only_item.any() and (strength > 0).any() and (got == 0).any()
+
+
+def test_a_flagged_model_is_calibrated_as_outside():
+    from benchsel import GaussianModel, load_dataset
+
+    model = GaussianModel().fit(load_dataset("helm_lite"))
+    # GSM8K below every source model's, MMLU within: weaker on one benchmark,
+    # not on average.
+    pred = model.predict({"GSM8K": 0.02, "MMLU": 0.3})
+    ex = pred.extrapolation[0]
+    assert ex["flag"] and ex["items_below_training_min"] == 1
+    assert ex["strength_percentile"] > 0  # within the sources' strength range
+    assert pred.calibration[0]["regime"] == "outside"
+    inside = model.predict({"GSM8K": 0.6, "MMLU": 0.6})
+    assert not inside.extrapolation[0]["flag"]
+    assert inside.calibration[0]["regime"] == "inside"
+    assert pred.calibration[0]["multiplier"] > inside.calibration[0]["multiplier"]
+
+
 def _calibrated_coverage(train, test, given):
     """Coverage on ``test`` of the Gaussian fitted on ``train``, raw and calibrated."""
     from benchsel.calibration import outside_range as regime

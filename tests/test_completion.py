@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from benchsel import DataWarning, GaussianModel, ScoreMatrix, load_dataset
+from benchsel.bounds import truncated_interval
 from benchsel.calibration import unknown_calibration
 from benchsel.cli import main
 from benchsel.evaluation import completion_masks, evaluate_completion
-from benchsel.prediction import COMPLETERS, complete, percent_scale
+from benchsel.prediction import COMPLETERS, complete, complete_new_rows, percent_scale
 
 
 def rank2_percentages(m=60, n=12, seed=0):
@@ -322,16 +323,30 @@ def test_a_new_row_with_no_score_gets_the_column_means_and_spreads(method):
     np.testing.assert_allclose(res.mean[0], alone.mean[0], rtol=1e-9)
 
 
-def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
+def _blank_prediction(method):
+    """MERGED's model, and its prediction of a new model with no observed score."""
     data = load_dataset("merged")
     model = GaussianModel().fit(data)
     blank = ScoreMatrix(np.full((1, data.n_items), np.nan), models=["blank"],
                         items=list(data.items))
     with pytest.warns(DataWarning, match="'blank': no observed score"):
-        pred = model.predict(blank, method="auto")
+        return data, model, blank, model.predict(blank, method=method)
+
+
+def test_auto_predicts_a_new_model_with_no_score_by_the_column_means():
+    data, model, blank, pred = _blank_prediction("auto")
     assert pred.choices[0]["method"] == "mean" and pred.choices[0]["split"] == "none"
-    np.testing.assert_allclose(pred.mean[0], np.nanmean(model.scores_.values, axis=0),
-                               rtol=1e-9)
+    # The column means, as the median of each column's spread truncated to
+    # the score's bounds: unchanged where a mean lies well inside them.
+    col_mean = np.nanmean(model.scores_.values, axis=0)
+    spread = complete_new_rows(model.scores_.values, blank.values, "mean").std
+    expected = truncated_interval(col_mean[None, :], spread, np.zeros((1, data.n_items), bool),
+                                  *model.bounds_, 0.9)[0][0]
+    np.testing.assert_allclose(pred.mean[0], expected, rtol=1e-9)
+    low, high = model.bounds_
+    inside = (col_mean - 6 * spread[0] > low) & (col_mean + 6 * spread[0] < high)
+    assert inside.any()
+    np.testing.assert_allclose(pred.mean[0, inside], col_mean[inside], rtol=1e-9)
     assert np.all(pred.low[0] < pred.mean[0]) and np.all(pred.mean[0] < pred.high[0])
     cal = pred.calibration[0]
     assert cal["regime"] == "unknown"
@@ -367,3 +382,10 @@ def test_new_rows_are_predicted_as_if_each_came_alone(method):
         alone = complete(np.vstack([train, new[i:i + 1]]), method)
         np.testing.assert_allclose(together.mean[i], alone.mean[-1], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(together.std[i], alone.std[-1], rtol=1e-9, atol=1e-12)
+
+
+def test_the_gaussian_method_gives_a_model_with_no_score_the_unknown_width_too():
+    _, model, _, pred = _blank_prediction("gaussian")
+    cal = pred.calibration[0]
+    assert cal["regime"] == "unknown"
+    assert cal["multiplier"] == pytest.approx(unknown_calibration(model.scores_.values).inside)

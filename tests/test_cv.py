@@ -431,3 +431,34 @@ def test_cli_splitter_paper_and_its_protocol_check(capsys):
         main(["evaluate", "helm_lite", "--protocol", "extrapolation", "--splitter", "paper"])
     assert exit_.value.code == 2
     assert "--splitter is not supported by the extrapolation protocol" in capsys.readouterr().err
+
+
+# --- the frontier: every model but the strongest as sources ------------------------------
+
+
+def test_frontier_split_holds_out_the_strongest_tenth_and_keeps_everyone_else():
+    from benchsel.matrix import model_strength
+    from benchsel.splits import frontier_split
+
+    data = load_dataset("merged")
+    split = frontier_split(data.values)
+    strength = model_strength(data.values)
+    assert split.validation.size == 11 and split.train.size == 107  # floor(0.1 * 118)
+    assert strength[split.validation].min() >= strength[split.train].max()
+    small = frontier_split(load_dataset("helm_lite").values)  # 30 models: at least 5
+    assert small.validation.size == 5 and small.train.size == 25
+    with pytest.raises(ValueError, match="7 models are too few for a frontier split"):
+        frontier_split(np.arange(14.0).reshape(7, 2))
+
+
+def test_frontier_gives_models_without_the_selected_scores_the_unknown_width():
+    # MERGED's strongest models lack most columns: with a random pick, most
+    # have none of it. They are predicted as the mean and covered 16% with
+    # the selected pattern's multiplier; the width of a model beyond every
+    # source (unknown_calibration) is what `predict` gives them.
+    from benchsel.evaluation import frontier
+
+    res = frontier(load_dataset("merged"), objectives=("random",), k_max=1)
+    row = res.row("random", 1)
+    assert 0.85 <= row.interval_coverage and row.interval_coverage > row.uncalibrated_coverage
+    assert res.to_dict()["protocol"] == "frontier"

@@ -2,8 +2,11 @@
 
 A prediction of 100.4 [96.5, 104.3] on a percent benchmark is not a score
 anyone can get. Each item has bounds ``[low, high]``: given by the user, or
-inferred from the training column by :func:`infer_bounds`. Predictions and
-interval ends are clipped into them (:func:`clip_to_bounds`).
+inferred from the training column by :func:`infer_bounds`. A Gaussian
+prediction is reported as the median and central interval of its normal
+distribution truncated to the bounds (:func:`truncated_interval`), so an
+interval near a bound narrows but never collapses; ends computed on another
+scale (a transform's) are clipped into them (:func:`clip_to_bounds`).
 
 :func:`column_scale` is the one rule that tells fractions from percentages;
 :func:`benchsel.prediction.percent_scale` reads it too.
@@ -25,6 +28,7 @@ __all__ = [
     "infer_bounds",
     "parse_bounds",
     "resolve_bounds",
+    "truncated_interval",
 ]
 
 BOUNDS_KEYWORDS = ("infer", "none")
@@ -229,3 +233,85 @@ def clip_to_bounds(
     clipped quantiles of ``Y``.
     """
     return [np.where(observed, a, np.clip(a, low, high)) for a in arrays]
+
+
+def truncated_interval(
+    mean: np.ndarray, std: np.ndarray, observed: np.ndarray, low: np.ndarray,
+    high: np.ndarray, level: float, *, center_std: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Median and central ``level`` interval of ``N(mean, std^2)`` truncated to ``[low, high]``.
+
+    A score cannot leave its bounds, so the prediction's distribution is
+    the normal one conditioned on lying inside them. Unlike clipping the
+    normal's quantiles (the censored variable), which turns a mean beyond a
+    bound by more than ``z * std`` into the zero-width interval
+    ``[high, high]``, the truncated interval always has positive width where
+    ``std > 0``: it narrows toward the bound as the mean moves past it.
+    Inside the bounds, a few standard deviations from both, it is the plain
+    ``mean +- z * std``.
+
+    Parameters
+    ----------
+    mean, std : ndarray of shape (R, N)
+        The prediction's normal mean and standard deviation (NaN allowed).
+    observed : ndarray of bool, shape (R, N)
+        Cells returned unchanged (``mean`` as given, an interval of zero width).
+    low, high : ndarray of shape (N,)
+        Each item's bounds; infinite for an unbounded side.
+    level : float in (0, 1)
+    center_std : ndarray of shape (R, N), optional
+        The standard deviation whose truncated median is the point
+        prediction (default ``std``). Pass the predictor's own, uncalibrated
+        one when ``std`` carries a calibration multiplier: the multiplier is
+        measured per level and, for a model with no observed score, is
+        several column spreads wide; the point should move with neither.
+        The median is kept inside the interval.
+
+    Returns
+    -------
+    median, lower, upper : ndarray of shape (R, N)
+    """
+    from scipy.special import ndtri
+
+    mean = np.asarray(mean, dtype=float)
+    std = np.asarray(std, dtype=float)
+    low = np.broadcast_to(np.asarray(low, dtype=float), mean.shape)
+    high = np.broadcast_to(np.asarray(high, dtype=float), mean.shape)
+    tail = (1.0 - level) / 2.0
+    z = ndtri(1.0 - tail)
+    lower, upper = (_truncated_quantile(mean, std, low, high, q, fallback)
+                    for q, fallback in ((tail, -z), (1.0 - tail, z)))
+    center = std if center_std is None else np.asarray(center_std, dtype=float)
+    median = _truncated_quantile(mean, center, low, high, 0.5, 0.0)
+    with np.errstate(invalid="ignore"):
+        median = np.clip(median, lower, upper)  # NaN ends leave it as it is
+    median = np.where(np.isnan(lower) | np.isnan(upper), np.clip(mean, low, high), median)
+    return tuple(np.where(observed, mean, a) for a in (median, lower, upper))
+
+
+def _truncated_quantile(mean, std, low, high, q: float, z: float) -> np.ndarray:
+    """Quantile ``q`` of ``N(mean, std^2)`` truncated to ``[low, high]``, elementwise.
+
+    Where there is no spread, or no mass left inside the bounds in floating
+    point, the normal's own quantile ``mean + z * std`` clipped into the
+    bounds (NaN where ``std`` is NaN) is all that can be said.
+    """
+    from scipy.special import log_ndtr, ndtri_exp  # here: importing bounds stays light
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a, b = (low - mean) / std, (high - mean) / std
+        # Mirror so that the bounds' midpoint lies at or below the mean; then
+        # the truncated mass sits in the normal's lower half or straddles it,
+        # where the log CDF and its inverse keep full precision even for a
+        # mean many standard deviations beyond a bound.
+        flip = a + b > 0
+        lo_t, hi_t = np.where(flip, -b, a), np.where(flip, -a, b)
+        q_t = np.where(flip, 1.0 - q, q)
+        # Phi(u) = (1 - q) Phi(lo) + q Phi(hi), in logs.
+        log_p = np.logaddexp(log_ndtr(lo_t) + np.log1p(-q_t), log_ndtr(hi_t) + np.log(q_t))
+        u = np.clip(ndtri_exp(np.minimum(log_p, 0.0)), lo_t, hi_t)
+        value = np.where(flip, mean - u * std, mean + u * std)
+        spread = np.where(std > 0, std, np.where(np.isnan(std), np.nan, 0.0))
+        fallback = np.clip(mean + z * spread if z else mean, low, high)
+    degenerate = ~(std > 0) | ~(hi_t > lo_t) | ~np.isfinite(value)
+    return np.where(degenerate, fallback, value)

@@ -44,6 +44,7 @@ model beyond the range needs.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,7 @@ __all__ = [
     "fit_calibration",
     "outside_range",
     "range_excess",
+    "regime_excess",
     "unknown_calibration",
 ]
 
@@ -286,6 +288,33 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
 def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Whether each row's strength lies beyond every reference row's on the same items."""
     return range_excess(reference, rows) > 0
+
+
+def regime_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The excess that decides a new row's calibration regime (``inside`` at 0).
+
+    :func:`range_excess`, except that a row with a given score above every
+    reference score or below every reference score on that item is never
+    inside: it gets the smallest positive excess (the ``outside``
+    multiplier) when its strength lies within the range. This is the rule
+    :meth:`GaussianModel.extrapolation
+    <benchsel.gaussian.GaussianModel.extrapolation>` flags by, so a flagged
+    model is calibrated as outside.
+
+    Parameters
+    ----------
+    reference, rows : ndarray
+        As in :func:`range_excess` (standardized, NaN = not given).
+    """
+    reference = np.asarray(reference, dtype=float)
+    rows = np.asarray(rows, dtype=float)
+    excess = range_excess(reference, rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a column no reference row has
+        top, bottom = np.nanmax(reference, axis=0), np.nanmin(reference, axis=0)
+    with np.errstate(invalid="ignore"):
+        beyond = ((rows > top) | (rows < bottom)).any(axis=1)  # NaN compares False
+    return np.where((excess == 0) & beyond, np.finfo(float).tiny, excess)
 
 
 def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) -> np.ndarray:

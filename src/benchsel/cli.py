@@ -251,10 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate", help="cross-validate selection + prediction on held-out models"
     )
     _add_data(p)
-    p.add_argument("--protocol", choices=["cv", "extrapolation", "complete", "oracle"],
+    p.add_argument("--protocol",
+                   choices=["cv", "extrapolation", "frontier", "complete", "oracle"],
                    default="cv",
                    help="cv: K folds over models (Smola 2026, Sec. 5.1); extrapolation: fit "
-                   "on the weakest 50%% of models, test on the strongest 30%%; complete: hide "
+                   "on the weakest 50%% of models, test on the strongest 30%%; frontier: fit "
+                   "on every model but the strongest 10%% (at least 5), test on those; "
+                   "complete: hide "
                    "cells of models with >= 8 scores and fill them back (matrix completion); "
                    "oracle: best subsets of size <= --k-max by exhaustive search")
     p.add_argument("--folds", type=_positive_int, default=None,

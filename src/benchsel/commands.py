@@ -292,7 +292,7 @@ def cmd_predict(args) -> int:
         if cal.get("method") == "conformal":
             where = ("no observed score: as wide as a model beyond the source models' "
                      "strength range needs" if cal.get("regime") == "unknown"
-                     else f"{cal['regime']} the source models' strength range")
+                     else f"{cal['regime']} the source models' range")
             head += ("\n  intervals: calibrated on held-out source models, "
                      f"x{cal['multiplier']:.2f} ({where})")
         ex = pred.extrapolation[i]
@@ -955,7 +955,13 @@ def _dask_client(address: str | None):
 
 
 def cmd_evaluate(args) -> int:
-    from .evaluation import cross_validate, evaluate_completion, extrapolate, oracle_subsets
+    from .evaluation import (
+        cross_validate,
+        evaluate_completion,
+        extrapolate,
+        frontier,
+        oracle_subsets,
+    )
 
     scores = _load(args)
     args.folds_given = args.folds is not None
@@ -965,7 +971,7 @@ def cmd_evaluate(args) -> int:
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
     calibrate = args.calibration == "conformal"
-    if args.protocol in ("cv", "extrapolation"):
+    if args.protocol in ("cv", "extrapolation", "frontier"):
         common["transform"] = args.transform
         common["scoring"] = args.scoring
         common["calibrate"] = calibrate
@@ -993,6 +999,8 @@ def cmd_evaluate(args) -> int:
                                         **fan_out, **common)
         elif args.protocol == "extrapolation":
             result = extrapolate(scores, **common)
+        elif args.protocol == "frontier":
+            result = frontier(scores, **common)
         elif args.protocol == "complete":
             methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
             with _workers(args) as fan_out:
@@ -1044,11 +1052,11 @@ def cmd_evaluate(args) -> int:
          r.uncalibrated_coverage, r.stability]
         for r in result.rows
     ]
-    setup = (
-        f"{result.folds} folds, holdout {result.holdout:g}"
-        if args.protocol == "cv"
-        else "fit on the weakest 50% of models, predict the strongest 30%"
-    )
+    setup = {
+        "cv": f"{result.folds} folds, holdout {result.holdout:g}",
+        "extrapolation": "fit on the weakest 50% of models, predict the strongest 30%",
+        "frontier": "fit on every model but the strongest 10% (at least 5), predict those",
+    }[args.protocol]
     if result.predictor != "gaussian":
         setup += f", predictor {result.predictor}"
         if result.predictor == "auto":

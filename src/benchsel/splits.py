@@ -10,8 +10,8 @@ from . import names
 from .matrix import model_strength
 
 __all__ = [
-    "Fold", "SPLITTERS", "completion_masks", "kfold_with_holdout", "model_strength",
-    "paper_kfold", "strength_split",
+    "Fold", "SPLITTERS", "completion_masks", "frontier_split", "kfold_with_holdout",
+    "model_strength", "paper_kfold", "strength_split",
 ]
 
 #: Fold rules of :func:`~benchsel.evaluation.cross_validate`: benchsel's
@@ -53,12 +53,7 @@ def kfold_with_holdout(
     -------
     list of Fold
     """
-    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
-        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
-    if n_models < n_folds:
-        raise ValueError(f"cannot make {n_folds} folds from {n_models} models")
-    if not 0 < holdout < 1:
-        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    _check_folds(n_models, n_folds, holdout)
     rng = np.random.default_rng(seed)
     parts = np.array_split(rng.permutation(n_models), n_folds)
     # The tolerance keeps (1 - 0.9) * 100 = 9.999999999999998 from flooring to 9.
@@ -69,6 +64,15 @@ def kfold_with_holdout(
         train = rng.permutation(pool)[: min(n_train, pool.size)]
         folds.append(Fold(f, np.sort(train), np.sort(validation)))
     return folds
+
+
+def _check_folds(n_models: int, n_folds: int, holdout: float) -> None:
+    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
+        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    if n_models < n_folds:
+        raise ValueError(f"cannot make {n_folds} folds from {n_models} models")
+    if not 0 < holdout < 1:
+        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
 
 
 def paper_kfold(
@@ -97,12 +101,7 @@ def paper_kfold(
     -------
     list of Fold
     """
-    if not (isinstance(n_folds, int | np.integer) and n_folds >= 2):
-        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
-    if n_models < n_folds:
-        raise ValueError(f"cannot make {n_folds} folds from {n_models} models")
-    if not 0 < holdout < 1:
-        raise ValueError(f"holdout must be in (0, 1); got {holdout!r}")
+    _check_folds(n_models, n_folds, holdout)
     if not (isinstance(seed, int | np.integer) and seed >= 0):
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     parts = np.array_split(np.random.default_rng(seed).permutation(n_models), n_folds)
@@ -139,6 +138,29 @@ def strength_split(
     if n_train < 3 or n_test < 1:
         raise ValueError(f"{m} models are too few for a {train_fraction:g}/{test_fraction:g} split")
     return Fold(0, np.sort(order[:n_train]), np.sort(order[m - n_test:]))
+
+
+def frontier_split(values: np.ndarray, fraction: float = 0.1, min_targets: int = 5) -> Fold:
+    """The strongest models as targets, every other model as a source: the frontier.
+
+    A new checkpoint is usually at or just past the top of the models a
+    plan was fitted on. The strongest ``fraction`` of models by mean
+    standardized score (at least ``min_targets`` of them) are predicted
+    from all the others. Ties in strength are broken by row order.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
+    if not (isinstance(min_targets, int | np.integer) and min_targets >= 1):
+        raise ValueError(f"min_targets must be a positive integer; got {min_targets!r}")
+    m = values.shape[0]
+    n_test = max(int(min_targets), int(np.floor(fraction * m)))
+    if m - n_test < 3:
+        raise ValueError(
+            f"{m} models are too few for a frontier split: {n_test} targets leave "
+            f"{m - n_test} source(s); need at least 3"
+        )
+    order = np.argsort(model_strength(values), kind="stable")
+    return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))
 
 
 def completion_masks(

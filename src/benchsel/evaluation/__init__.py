@@ -1,9 +1,9 @@
 """Diagnostics and evaluation of fitted models and selections."""
 
-from ..splits import Fold, kfold_with_holdout, model_strength, strength_split
+from ..splits import Fold, frontier_split, kfold_with_holdout, model_strength, strength_split
 from .audit import AuditResult, audit
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
-from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate
+from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate, frontier
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
 from .discover import DiscoverResult, DiscoverRow, discover, novelty, read_correlation
 from .metrics import (
@@ -35,6 +35,8 @@ __all__ = [
     "cross_validate",
     "evaluate_completion",
     "extrapolate",
+    "frontier",
+    "frontier_split",
     "gaussian_entropy",
     "gaussian_mutual_information",
     "interval_coverage",

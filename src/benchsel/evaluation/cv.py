@@ -39,13 +39,20 @@ from scipy.special import ndtri
 
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
-from ..calibration import range_excess, unknown_calibration
+from ..calibration import regime_excess, unknown_calibration
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
-from ..splits import SPLITTERS, Fold, kfold_with_holdout, paper_kfold, strength_split
+from ..splits import (
+    SPLITTERS,
+    Fold,
+    frontier_split,
+    kfold_with_holdout,
+    paper_kfold,
+    strength_split,
+)
 from ..transforms import make_transform
 from .metrics import (
     gaussian_entropy,
@@ -55,7 +62,7 @@ from .metrics import (
     r2_against_zero,
 )
 
-__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "SCORINGS"]
+__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "frontier", "SCORINGS"]
 
 #: R^2 bookkeeping rules accepted by :func:`cross_validate`.
 SCORINGS = names.SCORINGS
@@ -204,6 +211,11 @@ def _fold(
                                      seed=[seed, fold.index], start=(mean, sigma))
                   if calibrate else None)
     observed = ~np.isnan(z_val)
+    # A validation model with none of the selected scores is predicted as the
+    # mean; its intervals get the width a model beyond every training model
+    # needs, as `predict` gives it (unknown_calibration).
+    blank_factor = (unknown_calibration(values[fold.train], level).inside
+                    if calibrate else 1.0)
     k_top = min(k_max, cols.size - 1)
     if k_top < 1:
         raise ValueError(
@@ -226,7 +238,7 @@ def _fold(
             given[:, sel] = z_in[:, sel]
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
             # How far each validation model's selected scores lie beyond the training models'.
-            excess = range_excess(z_train[:, sel], given[:, sel])
+            excess = regime_excess(z_train[:, sel], given[:, sel])
             other = None
             if predictor != "gaussian":
                 other = _by_completion(values, fold, cols, sel, predictor, std, level, excess,
@@ -248,6 +260,7 @@ def _fold(
                     given_items[sel] = True
                     cal = calibrator.calibration(given_items, level)
                     factor = cal.factor(excess)
+                    factor[~observed[:, sel].any(axis=1)] = blank_factor
                 sd_cal = sd * factor[:, None]
                 if other is not None:
                     # The method's cells replace the Gaussian's; the cells it
@@ -609,3 +622,37 @@ def extrapolate(
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
                      covariance, ridge, clip, level, seed, 1, transform=transform,
                      scoring=scoring, calibrate=calibrate, predictor=predictor)
+
+
+def frontier(
+    scores: ScoreMatrix,
+    *,
+    objectives: tuple[str, ...] = ("mi", "entropy", "random"),
+    k_max: int = 15,
+    fraction: float = 0.1,
+    min_targets: int = 5,
+    covariance: str = "auto",
+    ridge: float = 1e-2,
+    clip: float = 10.0,
+    level: float = 0.9,
+    seed: int = 0,
+    transform: str = "none",
+    scoring: str = "default",
+    calibrate: bool = True,
+    predictor: str = "gaussian",
+) -> CVResult:
+    """Fit on every model but the strongest, evaluate on those (the frontier).
+
+    The case a new checkpoint is usually in: at or just past the top of the
+    models a plan was fitted on. The strongest ``fraction`` of models (at
+    least ``min_targets``; :func:`~benchsel.splits.frontier_split`) are
+    predicted as in :func:`cross_validate` from a fit on all the others (one
+    split: ``r2_std`` and ``stability`` are ``None``). Unlike
+    :func:`extrapolate`, no model is left out and the targets start where
+    the sources stop. The other arguments are as in :func:`cross_validate`.
+    """
+    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
+    split = frontier_split(scores.values, fraction, min_targets)
+    return _evaluate(scores, [split], "frontier", fraction, objectives, k_max, covariance,
+                     ridge, clip, level, seed, 1, transform=transform, scoring=scoring,
+                     calibrate=calibrate, predictor=predictor)

@@ -11,8 +11,8 @@ import numpy as np
 from .. import names
 from .._linalg import cholesky
 from .._patterns import unique_rows
-from ..bounds import clip_to_bounds, column_scale, resolve_bounds
-from ..calibration import range_excess, unknown_calibration
+from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
+from ..calibration import regime_excess, unknown_calibration
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -95,11 +95,14 @@ class Prediction:
     mean, std, low, high : ndarray
         Conditional mean, standard deviation and the central interval at
         ``level``, in the items' original units. On predicted cells
-        ``mean``, ``low`` and ``high`` are clipped into the item's score
-        bounds (:attr:`GaussianModel.bounds_`): they are the median and
-        central interval of the prediction censored at the bounds. ``std``
-        is the uncensored one, so where a bound clips, the interval is no
-        longer ``mean +- z * std``. Observed cells are never changed.
+        ``mean``, ``low`` and ``high`` lie within the item's score bounds
+        (:attr:`GaussianModel.bounds_`): they are the median and central
+        interval of the prediction's normal distribution truncated to the
+        bounds (:func:`~benchsel.bounds.truncated_interval`; under a
+        transform, its ends mapped back and clipped). ``std`` is the normal
+        one, so near a bound the interval is narrower than ``mean +- z *
+        std`` and not centred on the mean, but never of zero width.
+        Observed cells are never changed.
     observed : ndarray of bool
         Which cells were given (and so not predicted).
     level : float
@@ -117,7 +120,10 @@ class Prediction:
     calibration : list of dict
         Per model, how its intervals were calibrated: ``method``
         (``conformal`` or ``none``), ``regime`` (``inside`` or ``outside``
-        the training models' strength range on the observed items),
+        the training models' range on the observed items: outside when the
+        model's strength lies beyond theirs or any observed score beyond
+        every training score on its item, as :attr:`extrapolation` flags;
+        see :func:`~benchsel.calibration.regime_excess`),
         ``multiplier`` (applied to the method's own standard deviation) and
         ``cells`` (held-out cells behind it).
     choices : list of dict
@@ -658,17 +664,23 @@ class GaussianModel:
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
         if method not in ("gaussian", "auto") and transform.name != "none":
             raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
-        # The transform is monotone: interval ends map through it; the
-        # standard deviation by the delta method at the centre.
-        mean, low, high = clip_to_bounds(
-            [
-                np.where(observed, x, transform.inverse(center)),
-                np.where(observed, x, transform.inverse(center - half)),
-                np.where(observed, x, transform.inverse(center + half)),
-            ],
-            observed,
-            *self.bounds_,
-        )
+        if transform.name == "none":
+            mean, low, high = truncated_interval(
+                np.where(observed, x, center), spread, observed, *self.bounds_, level,
+                center_std=np.sqrt(var_z) * std.scale)
+        else:
+            # The transform is monotone: interval ends map through it (and
+            # its range keeps them near the bounds); the standard deviation
+            # by the delta method at the centre.
+            mean, low, high = clip_to_bounds(
+                [
+                    np.where(observed, x, transform.inverse(center)),
+                    np.where(observed, x, transform.inverse(center - half)),
+                    np.where(observed, x, transform.inverse(center + half)),
+                ],
+                observed,
+                *self.bounds_,
+            )
         gaussian = Prediction(
             calibration=calibration,
             extrapolation=self.extrapolation(x),
@@ -706,7 +718,7 @@ class GaussianModel:
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == g)
             z = self._raw_standardizer.transform(x[rows])
-            outside = range_excess(reference[:, pattern], z[:, pattern]) > 0
+            outside = regime_excess(reference[:, pattern], z[:, pattern]) > 0
             cache = CompletionCache()  # one pattern's completions, shared by all its steps
             if pattern.any():
                 picked = choose_for_new_models(train, pattern, outside, cache=cache)
@@ -745,7 +757,8 @@ class GaussianModel:
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage,
                 start=(self.estimate_.mean, self.estimate_.covariance))
         return self._per_pattern(
-            self._z, z, lambda pattern: self._calibrator.calibration(pattern, level))
+            self._z, z, lambda pattern: self._calibrator.calibration(pattern, level),
+            unknown=lambda: unknown_calibration(self.scores_.values, level))
 
     def _per_pattern(self, reference: np.ndarray, rows_z: np.ndarray, calibrate,
                      unknown=None) -> list[dict]:
@@ -769,7 +782,7 @@ class GaussianModel:
             cal = calibrate(pattern)
             if not cal.calibrated:
                 continue
-            excess = range_excess(reference[:, pattern],
+            excess = regime_excess(reference[:, pattern],
                                   rows_z[np.ix_(rows, np.flatnonzero(pattern))])
             for r, e in zip(rows, excess):
                 out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
@@ -795,13 +808,13 @@ class GaussianModel:
 
     def _predict_by_completion(self, models, x, gaussian: Prediction, method,
                                cache=None) -> Prediction:
-        from ..prediction.completion import Completion, complete_new_rows, interval
+        from ..prediction.completion import Completion, complete_new_rows
 
         res = complete_new_rows(self.scores_.values, x, method, cache=cache)
         calibration = self._calibrate_completion(x, method, gaussian.level, cache)
         factor = np.array([c["multiplier"] for c in calibration])
+        own_std = res.std
         res = Completion(res.mean, res.std * factor[:, None])
-        low, high = interval(res, gaussian.level)
         missed = np.isnan(res.mean) | np.isnan(res.std)
         if missed.any():
             warnings.warn(
@@ -812,11 +825,10 @@ class GaussianModel:
             )
         pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
         observed = ~np.isnan(x)
-        mean, low, high = clip_to_bounds(
-            [pick(res.mean, gaussian.mean), pick(low, gaussian.low), pick(high, gaussian.high)],
-            observed,
-            *self.bounds_,
-        )
+        mean, low, high = truncated_interval(res.mean, res.std, observed, *self.bounds_,
+                                             gaussian.level, center_std=own_std)
+        mean, low, high = (pick(mean, gaussian.mean), pick(low, gaussian.low),
+                           pick(high, gaussian.high))
         return Prediction(
             extrapolation=gaussian.extrapolation,
             models=models,
