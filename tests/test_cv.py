@@ -462,3 +462,16 @@ def test_frontier_gives_models_without_the_selected_scores_the_unknown_width():
     row = res.row("random", 1)
     assert 0.85 <= row.interval_coverage and row.interval_coverage > row.uncalibrated_coverage
     assert res.to_dict()["protocol"] == "frontier"
+
+
+def test_cli_evaluate_frontier(capsys):
+    code = main(["evaluate", "helm_lite", "--protocol", "frontier", "--k-max", "2",
+                 "--objectives", "mi", "--json", "--quiet"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "frontier" and out["folds"] == 1
+    assert out["holdout"] is None and out["splitter"] is None
+    assert [r["k"] for r in out["results"]] == [1, 2]
+    assert main(["evaluate", "helm_lite", "--protocol", "frontier", "--k-max", "1",
+                 "--objectives", "mi", "--quiet"]) == 0
+    assert "fit on every model but the strongest 10% (at least 5)" in capsys.readouterr().out
