@@ -213,9 +213,13 @@ def _fold(
     observed = ~np.isnan(z_val)
     # A validation model with none of the selected scores is predicted as the
     # mean; its intervals get the width a model beyond every training model
-    # needs, as `predict` gives it (unknown_calibration).
-    blank_factor = (unknown_calibration(values[fold.train], level).inside
-                    if calibrate else 1.0)
+    # needs, as `predict` gives it (unknown_calibration, made once if needed).
+    blank_width = []
+
+    def blank_factor() -> float:
+        if not blank_width:
+            blank_width.append(unknown_calibration(values[fold.train], level).inside)
+        return blank_width[0]
     k_top = min(k_max, cols.size - 1)
     if k_top < 1:
         raise ValueError(
@@ -260,7 +264,9 @@ def _fold(
                     given_items[sel] = True
                     cal = calibrator.calibration(given_items, level)
                     factor = cal.factor(excess)
-                    factor[~observed[:, sel].any(axis=1)] = blank_factor
+                    blank = ~observed[:, sel].any(axis=1)
+                    if blank.any():
+                        factor[blank] = blank_factor()
                 sd_cal = sd * factor[:, None]
                 if other is not None:
                     # The method's cells replace the Gaussian's; the cells it
