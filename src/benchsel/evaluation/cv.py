@@ -435,9 +435,11 @@ def _evaluate(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = "gaussian",
+    splitter: str = "default",
     order_seeds=None,
 ) -> CVResult:
-    """Run every split and aggregate per (objective, k)."""
+    """Run every split and aggregate per (objective, k); ``order_seeds``: the
+    random objective's seed per split (default ``[seed, split index]``)."""
     start = time.perf_counter()
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
             calibrate, predictor)
@@ -487,7 +489,7 @@ def _evaluate(
         scoring=scoring,
         predictor=predictor,
         choices=choices,
-        splitter="default" if order_seeds is None else "paper",
+        splitter=splitter,
     )
 
 
@@ -593,7 +595,7 @@ def cross_validate(
         splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
                      clip, level, seed, n_jobs, backend, progress, transform, scoring,
-                     calibrate, predictor, order_seeds)
+                     calibrate, predictor, splitter, order_seeds)
 
 
 def extrapolate(

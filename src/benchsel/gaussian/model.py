@@ -657,9 +657,6 @@ class GaussianModel:
         # predictions of items not run.
         factor = np.where(np.isnan(x), factor, 1.0)
         spread = np.sqrt(var_z) * std.scale * factor
-        from scipy.special import ndtri  # here: `select` never needs it
-
-        half = ndtri(0.5 + level / 2) * spread
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
         if method not in ("gaussian", "auto") and transform.name != "none":
@@ -669,9 +666,12 @@ class GaussianModel:
                 np.where(observed, x, center), spread, observed, *self.bounds_, level,
                 center_std=np.sqrt(var_z) * std.scale)
         else:
+            from scipy.special import ndtri  # here: `select` never needs it
+
             # The transform is monotone: interval ends map through it (and
             # its range keeps them near the bounds); the standard deviation
             # by the delta method at the centre.
+            half = ndtri(0.5 + level / 2) * spread
             mean, low, high = clip_to_bounds(
                 [
                     np.where(observed, x, transform.inverse(center)),
