@@ -188,6 +188,7 @@ def test_n_as_a_percentage_and_parallel_trials_change_nothing():
 def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_sources():
     from sklearn.kernel_ridge import KernelRidge
 
+    from benchsel.coreset._base import nonzero_design_sd
     from benchsel.coreset.gaussian import LowRankGaussian
     from benchsel.coreset.methods import aipw_estimate, lowrank_question_features
 
@@ -201,7 +202,8 @@ def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_source
                                    method.question_sd_, method.weights_)
     assert method.outside_.all()  # every strong model beyond the weak sources
     np.testing.assert_allclose(mean, dr_mean)
-    np.testing.assert_allclose(sd, dr_sd)
+    # The design's error bar, floored where the answers all agree (see nonzero_design_sd).
+    np.testing.assert_allclose(sd, nonzero_design_sd(dr_mean, dr_sd, 40, 300))
     # Inside the range: the mean of the three model-based parts.
     src = np.concatenate([order[:50], order[70:]])
     method = make_method("guarded-ensemble").fit(x[src], 40, np.random.default_rng(1))
@@ -306,3 +308,67 @@ def test_aipw_with_uniform_weights_is_eq_3():
         pred = RidgeCV(alphas=ALPHAS).fit(x[:40].T[a], row).predict(x[:40].T)
         eq3 = row.mean() + (pred[rest].mean() - pred[a].mean()) / (1 + 30 / (200 - 30))
         assert got == pytest.approx(eq3, abs=1e-12)
+
+
+def test_frontier_split_holds_out_the_strongest_tenth_and_keeps_every_other_model():
+    x = irt_scores(m=83, seed=11)
+    src, tgt = model_split(x, "frontier", np.random.default_rng(0))
+    assert len(tgt) == 8 and len(src) == 75 and not set(src) & set(tgt)
+    assert x[src].mean(axis=1).max() <= x[tgt].mean(axis=1).min()
+    # Fixed: the same split whatever the trial's generator.
+    src2, tgt2 = model_split(x, "frontier", np.random.default_rng(5))
+    assert np.array_equal(tgt, tgt2)
+    # At least five targets on a small board.
+    src, tgt = model_split(irt_scores(m=20, seed=1), "frontier", np.random.default_rng(0))
+    assert len(tgt) == 5 and len(src) == 15
+
+
+def test_stratified_sampling_is_the_design_weighted_mean_of_the_defaults_draw():
+    x = irt_scores(m=50, n=103, seed=12)
+    base = make_method("stratified-sampling").fit(x[:40], 10, np.random.default_rng(7))
+    default = make_method("default").fit(x[:40], 10, np.random.default_rng(7))
+    assert np.array_equal(base.selected_, default.selected_)
+    sub = x[40:][:, base.selected_]
+    mean, sd = base.predict(sub)
+    np.testing.assert_allclose(mean, sub @ base.weights_)
+    # Successive differences over the strata in difficulty order, by a loop.
+    order = np.argsort(base.strata_)
+    for row, got in zip(sub, sd):
+        y, w = row[order], base.weights_[order]
+        s2 = sum((y[h + 1] - y[h]) ** 2 for h in range(9)) / 18
+        want = np.sqrt(s2 * np.sum(w**2))
+        if want == 0:  # every answer alike: the binomial floor instead
+            assert got > 0
+        else:
+            assert got == pytest.approx(want)
+
+
+def test_stratified_sampling_error_bar_covers_over_repeated_draws():
+    """The successive-difference SD is (slightly conservatively) the draw's own spread."""
+    x = irt_scores(m=60, n=400, seed=13)
+    truth = x[50:].mean(axis=1)
+    errs, sds = [], []
+    for seed in range(300):
+        m = make_method("stratified-sampling").fit(x[:50], 40, np.random.default_rng(seed))
+        mean, sd = m.predict(x[50:][:, m.selected_])
+        errs.append(mean - truth)
+        sds.append(sd)
+    errs, sds = np.array(errs), np.array(sds)
+    assert np.abs(errs.mean(axis=0)).max() < 0.01  # design-unbiased
+    ratio = np.sqrt((sds**2).mean(axis=0)) / errs.std(axis=0)
+    assert np.all((ratio > 0.9) & (ratio < 1.5)), ratio
+
+
+@pytest.mark.parametrize("name", ["random-sampling", "stratified-sampling", "aipw",
+                                  "guarded-ensemble"])
+@pytest.mark.parametrize("answer", [0.0, 1.0])
+def test_a_run_of_all_alike_answers_never_gets_a_zero_width_interval(name, answer):
+    """Every planned question right (or wrong): an Agresti-Coull-style error bar, not 0."""
+    x = irt_scores(m=60, n=300, seed=14)
+    method = make_method(name).fit(x[:50], 50, np.random.default_rng(0))
+    mean, sd = method.predict(np.full((1, 50), answer))
+    assert sd[0] > 0.01
+    # 50 of 50 right: the interval reaches about as far as a Wilson interval's (0.95).
+    if name != "guarded-ensemble":
+        assert mean[0] == answer
+        assert 1.645 * sd[0] == pytest.approx(0.035, abs=0.01)

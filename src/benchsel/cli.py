@@ -319,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p, model_options=False)
     p.add_argument("--split", choices=SPLITS, default="interpolation",
                    help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
-                   "source, strongest 30%% target; stratified: --sources models spread "
+                   "source, strongest 30%% target; frontier: strongest 10%% (at least 5) "
+                   "target, every other model source; stratified: --sources models spread "
                    "over 10 score bins, the rest targets (Bowyer et al.)")
     p.add_argument("-n", "--n", type=_coreset_size, default="50", dest="n",
                    help="questions per coreset, a count or a percentage such as 5%% "

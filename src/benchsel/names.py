@@ -25,13 +25,13 @@ SCORINGS = ("default", "paper")
 COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
                       "gaussian+svd", "gp", "auto")
 #: Question-level methods (:data:`benchsel.coreset.methods.METHODS`).
-CORESET_METHODS = ("random-sampling", "random-sampling-learn", "aipw", "gaussian-greedy",
-                   "gaussian-dr", "guarded-ensemble", "random-search-learn", "lasso",
-                   "double-optimize", "pca", "anchor-points-weighted",
+CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-learn", "aipw",
+                   "gaussian-greedy", "gaussian-dr", "guarded-ensemble", "random-search-learn",
+                   "lasso", "double-optimize", "pca", "anchor-points-weighted",
                    "anchor-points-predictor", "p-irt", "gp-irt", "mrmr", "mrmr-mid")
 #: The question-level default (beats aipw in both splits; see docs/question-level.md).
 DEFAULT_CORESET_METHOD = "guarded-ensemble"
 #: The refits Bowyer et al. report, evaluated with "all" beside the base methods.
 PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
 #: Question-level splits of the source models (:mod:`benchsel.coreset.evaluate`).
-SPLITS = ("interpolation", "extrapolation", "stratified")
+SPLITS = ("interpolation", "extrapolation", "frontier", "stratified")

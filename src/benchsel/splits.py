@@ -140,13 +140,28 @@ def strength_split(
     return Fold(0, np.sort(order[:n_train]), np.sort(order[m - n_test:]))
 
 
-def frontier_split(values: np.ndarray, fraction: float = 0.1, min_targets: int = 5) -> Fold:
+def frontier_split(
+    values: np.ndarray, fraction: float = 0.1, min_targets: int = 5, strength=None
+) -> Fold:
     """The strongest models as targets, every other model as a source: the frontier.
 
     A new checkpoint is usually at or just past the top of the models a
-    plan was fitted on. The strongest ``fraction`` of models by mean
-    standardized score (at least ``min_targets`` of them) are predicted
-    from all the others. Ties in strength are broken by row order.
+    plan was fitted on. The strongest ``fraction`` of models (at least
+    ``min_targets`` of them) are predicted from all the others. Ties in
+    strength are broken by row order.
+
+    Parameters
+    ----------
+    values : ndarray (M, N)
+        Scores, NaN for missing.
+    fraction : float in (0, 1), default 0.1
+    min_targets : int, default 5
+    strength : ndarray (M,), optional
+        Each model's strength; by default :func:`model_strength` (the mean
+        standardized observed score, which compares models run on different
+        benchmarks). The question level passes the plain mean score: its
+        matrices are complete, and a question every model answers alike has
+        no standard deviation to standardize by.
     """
     if not 0 < fraction < 1:
         raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
@@ -159,7 +174,12 @@ def frontier_split(values: np.ndarray, fraction: float = 0.1, min_targets: int =
             f"{m} models are too few for a frontier split: {n_test} targets leave "
             f"{m - n_test} source(s); need at least 3"
         )
-    order = np.argsort(model_strength(values), kind="stable")
+    if strength is None:
+        strength = model_strength(values)
+    elif np.shape(strength) != (m,):
+        raise ValueError(f"strength must hold one value per model ({m}); "
+                         f"got shape {np.shape(strength)}")
+    order = np.argsort(strength, kind="stable")
     return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["ALPHAS", "DRAWS", "RandomQuestions", "check_n", "check_selected", "check_source",
-           "difficulty_strata", "fpc", "question_difficulty"]
+           "difficulty_strata", "fpc", "nonzero_design_sd", "question_difficulty",
+           "successive_difference_sd"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
 #: How a :class:`RandomQuestions` method draws its questions.
@@ -34,6 +35,63 @@ DRAWS = ("uniform", "stratified")
 def fpc(n: int, total: int) -> float:
     """Finite-population correction of a standard error for ``n`` of ``total`` questions."""
     return np.sqrt((total - n) / (total - 1)) if total > 1 else 0.0
+
+
+#: Two-sided 90% normal quantile: the interval level the zero-width floor is set for.
+_Z90 = 1.6448536269514722
+
+
+def nonzero_design_sd(mean, sd, n: int, total: int) -> np.ndarray:
+    """A design-based SD that is never zero for scores in [0, 1].
+
+    A sample whose answers all agree (every question right, or every one
+    wrong) has sample SD 0, yet no ``n`` questions make a benchmark score
+    certain. Where ``sd`` is 0 it is replaced by the Agresti-Coull SD: the
+    binomial SD at ``p~ = (n p + z^2 / 2) / (n + z^2)`` over ``n + z^2``
+    answers (``z`` the 90% quantile), with the finite-population
+    correction, at ``p`` the estimate clipped into [0, 1]. For ``n = 50``
+    answers all right that is 0.022: a 90% interval reaching down to 0.96,
+    where a Wilson interval for 50 of 50 starts at 0.95.
+
+    Parameters
+    ----------
+    mean, sd : ndarray (R,)
+        Estimates of full-benchmark means in [0, 1] and their design SDs.
+    n, total : int
+        Questions run and questions in the benchmark.
+    """
+    mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
+    z2 = _Z90**2
+    p = (n * np.clip(mean, 0.0, 1.0) + z2 / 2) / (n + z2)
+    floor = np.sqrt(p * (1 - p) / (n + z2)) * fpc(n, total)
+    return np.where(sd > 0, sd, floor)
+
+
+def successive_difference_sd(x: np.ndarray, weights: np.ndarray, fallback: float) -> np.ndarray:
+    """SD of a stratified draw's weighted mean, one question per stratum.
+
+    One question per stratum leaves no within-stratum variance to estimate;
+    strata ordered by difficulty let neighbours stand in for each other
+    (the successive-difference estimator of systematic sampling):
+    ``s^2 = sum_h (y_{h+1} - y_h)^2 / (2 (n - 1))`` estimates a stratum's
+    variance, a little conservatively since neighbours' means differ too,
+    and ``Var = s^2 sum_h w_h^2``.
+
+    Parameters
+    ----------
+    x : ndarray (R, n)
+        Scores on the drawn questions, columns in stratum order.
+    weights : ndarray (n,)
+        Design weights (each stratum's share of the questions).
+    fallback : float
+        A model's spread over questions, for ``n = 1``.
+    """
+    n = x.shape[1]
+    if n > 1:
+        s2 = (np.diff(x, axis=1) ** 2).sum(axis=1) / (2 * (n - 1))
+    else:
+        s2 = np.full(x.shape[0], fallback**2)
+    return np.sqrt(s2 * float(np.sum(np.square(weights))))
 
 
 def check_n(n: int, total: int) -> None:
@@ -137,12 +195,16 @@ class RandomQuestions:
             order = np.argsort(picked)
             self.selected_ = picked[order]
             self.weights_ = sizes[order] / self.n_questions
+            # The selected questions' strata, for estimators that need the draw's order.
+            self.strata_ = strata[self.selected_]
         else:
             raise ValueError(f"draw must be one of {', '.join(DRAWS)}; got {self.draw!r}")
         # A model's spread over questions, typical of the source models: the
         # sampling SD a single run question cannot estimate for itself.
         self.question_sd_ = (float(np.median(source.std(axis=1, ddof=1)))
                              if self.n_questions > 1 else 0.0)
+        # Scores in [0, 1] get a binomial error bar where the sample's is zero.
+        self.unit_interval_ = bool(source.min() >= 0 and source.max() <= 1)
         self._fit(source)
         return self
 
@@ -151,6 +213,12 @@ class RandomQuestions:
         if x.shape[1] > 1:
             return x.std(axis=1, ddof=1)
         return np.full(x.shape[0], self.question_sd_)
+
+    def _design_sd(self, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+        """``sd`` with its zeros replaced by :func:`nonzero_design_sd` on [0, 1] scores."""
+        if not self.unit_interval_:
+            return sd
+        return nonzero_design_sd(mean, sd, len(self.selected_), self.n_questions)
 
     def _fit(self, source: np.ndarray) -> None:
         pass

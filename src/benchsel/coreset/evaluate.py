@@ -6,13 +6,18 @@ Splits of the models into sources (fitted on) and targets (predicted):
   are sources, the other 25% targets;
 * ``extrapolation`` (ibid.): models ranked by full-benchmark score, the
   weakest 50% are sources and the strongest 30% targets;
+* ``frontier``: the strongest 10% of the models by full-benchmark score (at
+  least 5) are targets, every other model a source
+  (:func:`benchsel.splits.frontier_split`): a new checkpoint at or just past
+  the top of the models a plan was fitted on, the common case;
 * ``stratified`` (Bowyer et al., Sec. 3): ``sources`` models (15, 30 or 50
   in the paper) drawn across ten equally spaced bins of the full-benchmark
   score, every other model a target. We fill the bins in turns, one random
   model from each non-empty bin per turn, so the sources span the whole
   range even where models are scarce.
 
-Each trial redraws the split (except extrapolation's, which is fixed) and
+Each trial redraws the split (except extrapolation's and the frontier's,
+which are fixed) and
 the methods' random questions; every method sees the same splits and the
 same random generator.
 
@@ -52,6 +57,7 @@ from ..evaluation.metrics import (
     nogueira_stability,
 )
 from ..matrix import DataWarning, ScoreMatrix
+from ..splits import frontier_split
 from .calibrated import Calibrated
 from .methods import DEFAULT_METHOD, make_method, method_names
 
@@ -149,6 +155,9 @@ def model_split(values: np.ndarray, split: str, rng, sources: int | None = None)
     if split == "extrapolation":
         order = np.argsort(values.mean(axis=1), kind="stable")
         return np.sort(order[: m // 2]), np.sort(order[m - int(0.3 * m):])
+    if split == "frontier":
+        fold = frontier_split(values, strength=values.mean(axis=1))
+        return fold.train, fold.validation
     if split == "stratified":
         if sources is None or not 3 <= sources <= m - 2:
             raise ValueError(f"the stratified split needs 3 <= sources <= {m - 2}; "
@@ -230,7 +239,7 @@ def evaluate_coresets(
     ----------
     scores : ScoreMatrix
         Complete models x questions scores.
-    split : {"interpolation", "extrapolation", "stratified"}
+    split : {"interpolation", "extrapolation", "frontier", "stratified"}
     n : int or str
         Questions per coreset, or a percentage of them such as ``"5%"``.
     trials : int

@@ -6,6 +6,10 @@ full-benchmark means (and standard deviations where the method has them).
 
 * ``random-sampling`` -- the mean of ``n`` uniformly random questions; its
   standard error is the sample's, with the finite-population correction.
+* ``stratified-sampling`` -- the default's own draw (one random question from
+  each of ``n`` difficulty strata) estimated by its design-weighted mean:
+  what averaging the answers the default asks for gives. Its standard error
+  is the successive-difference one of the ordered strata.
 * ``random-sampling-learn`` -- random questions; ridge regression from their
   scores to the full mean, fitted on the source models (alpha by
   leave-one-out over ``10^-3 .. 10^3``).
@@ -40,7 +44,7 @@ from sklearn.linear_model import RidgeCV
 
 from .. import names
 from . import anchor, irt, learned, mrmr
-from ._base import ALPHAS, RandomQuestions, fpc
+from ._base import ALPHAS, RandomQuestions, fpc, successive_difference_sd
 from .gaussian import LowRankGaussian
 from .refit import kernel_ridge_loo, make_refit, paper_alphas
 
@@ -52,7 +56,28 @@ class RandomSampling(RandomQuestions):
     def predict(self, x_selected: np.ndarray):
         n = x_selected.shape[1]
         sd = self._sample_sd(x_selected) / np.sqrt(n) * fpc(n, self.n_questions)
-        return x_selected.mean(axis=1), sd
+        mean = x_selected.mean(axis=1)
+        return mean, self._design_sd(mean, sd)
+
+
+class StratifiedSampling(RandomQuestions):
+    """The guarded ensemble's questions, estimated by their design-weighted mean.
+
+    The honest baseline of the default: what a user gets by averaging the
+    answers the default asked for (weighted by stratum size, which is 1/n up
+    to rounding).
+    """
+
+    name = "stratified-sampling"
+    draw = "stratified"
+
+    def predict(self, x_selected: np.ndarray):
+        # Columns follow selected_ (question order); the estimator needs stratum order.
+        x = x_selected[:, np.argsort(self.strata_)]
+        w = self.weights_[np.argsort(self.strata_)]
+        mean = x @ w
+        sd = successive_difference_sd(x, w, self.question_sd_)
+        return mean, self._design_sd(mean, sd)
 
 
 class RandomSamplingLearn(RandomQuestions):
@@ -149,7 +174,8 @@ class AIPW(RandomQuestions):
         self.features_ = source.T  # one row per question: the source models' scores
 
     def predict(self, x_selected: np.ndarray):
-        return aipw_estimate(self.features_, self.selected_, x_selected, self.question_sd_)
+        mean, sd = aipw_estimate(self.features_, self.selected_, x_selected, self.question_sd_)
+        return mean, self._design_sd(mean, sd)
 
 
 class GaussianGreedy:
@@ -217,6 +243,7 @@ class GuardedEnsemble(RandomQuestions):
         model_mean = np.mean([m for m, _ in parts], axis=0)
         model_sd = np.max([sd for _, sd in parts], axis=0)
         dr_mean, dr_sd = aipw_estimate(self.features_, a, x_selected, self.question_sd_, w)
+        dr_sd = self._design_sd(dr_mean, dr_sd)
         # The learned parts regress toward the sources: a model whose consistent
         # estimate lies outside the sources' range would be pulled back into it.
         outside = (dr_mean < self.range_[0]) | (dr_mean > self.range_[1])
@@ -229,7 +256,8 @@ class GuardedEnsemble(RandomQuestions):
 METHODS = {
     cls.name: cls
     for cls in (
-        RandomSampling, RandomSamplingLearn, AIPW, GaussianGreedy, GaussianDR, GuardedEnsemble,
+        RandomSampling, StratifiedSampling, RandomSamplingLearn, AIPW, GaussianGreedy,
+        GaussianDR, GuardedEnsemble,
         *learned.METHODS, *anchor.METHODS, *irt.METHODS, *mrmr.METHODS,
     )
 }
