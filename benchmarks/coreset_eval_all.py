@@ -1,14 +1,16 @@
 """EGR of every coreset method on every per-question matrix, n = 50.
 
 Usage: python benchmarks/coreset_eval_all.py [DATA_DIR] [--trials T] [-n N]
-       [--methods a,b] [--splits interpolation,extrapolation] [--jobs J]
+       [--methods a,b] [--splits interpolation,extrapolation,frontier] [--jobs J]
 
 For each split, prints a Markdown table with one row per method: its EGR
 versus random-sampling (%, negative = better) on each file, then the
 average EGR and the average coverage of its 90% intervals, calibrated and
 the method's own (paper 002's Figures 2-3 report the same averages), then
-the calibrated coverage per file. Below it, random-sampling's gap in points
-per file.
+the calibrated coverage per file, then each method's gap in points per
+file (mean |true - predicted| x 100) with, when ``stratified-sampling`` is
+among the methods, the change against it (%) -- the default's own answers'
+weighted mean, the baseline the default must not lose to.
 """
 
 import argparse
@@ -29,7 +31,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("-n", type=int, default=50)
     parser.add_argument("--methods", default="all")
-    parser.add_argument("--splits", default="interpolation,extrapolation")
+    parser.add_argument("--splits", default="interpolation,extrapolation,frontier")
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     methods = [m for m in (METHODS if args.methods == "all" else args.methods.split(","))
@@ -39,6 +41,7 @@ def main() -> None:
         egr = {m: [] for m in methods}
         cover = {m: [] for m in methods}
         raw_cover = {m: [] for m in methods}
+        gap = {m: [] for m in methods}
         base = []
         for path in paths:
             with warnings.catch_warnings():
@@ -51,6 +54,7 @@ def main() -> None:
                 egr[m].append(res.row(m).egr)
                 cover[m].append(res.row(m).interval_coverage)
                 raw_cover[m].append(res.row(m).uncalibrated_coverage)
+                gap[m].append(res.row(m).gap)
         names = [p.stem.replace("openllm_", "ol_").replace("helm_", "h_") for p in paths]
         print(f"\n{split}, n = {args.n}, {args.trials} trials: EGR % per file\n")
         print("| method | " + " | ".join(names) + " | **average** | cov90 % | own cov90 % |")
@@ -68,6 +72,15 @@ def main() -> None:
         for m in methods:
             print(f"| {m} | " + " | ".join("-" if np.isnan(c) else f"{c:.0f}" for c in cover[m])
                   + " |")
+        print(f"\n{split}: gap (points) per file"
+              + (", and its change against stratified-sampling (%)"
+                 if "stratified-sampling" in gap else "") + "\n")
+        for m in methods:
+            cells = [f"{g:.2f}" for g in gap[m]]
+            if "stratified-sampling" in gap and m != "stratified-sampling":
+                cells = [f"{g:.2f} ({100 * (g / b - 1):+.0f})"
+                         for g, b in zip(gap[m], gap["stratified-sampling"])]
+            print(f"| {m} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

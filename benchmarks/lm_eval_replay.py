@@ -15,7 +15,9 @@ the whole user loop is run with real files and the real CLIs:
    75% of the models are sources, the other 25% held out (redrawn for each of
    ``--trials`` trials, generator ``default_rng([seed, trial])``);
    ``extrapolation`` = sources are the weakest 50% by full-task accuracy,
-   held out the strongest 30% (fixed, one trial).
+   held out the strongest 30% (fixed, one trial); ``frontier`` = held out the
+   strongest 10% (at least 5), every other model a source (fixed, one trial):
+   a new checkpoint at or past the top of the models the plan was fitted on.
 3. lm-eval (tests/lmeval/run.py ``run_many``, i.e. ``lm_eval run ... --log_samples``
    in subprocesses) runs every model that is a source in some split, in full,
    once, into a pool folder; each split's RUNS folder holds hard links to its
@@ -42,7 +44,9 @@ points (x100), ``rand MAE`` = mean |error| of random sampling (the mean of n
 uniformly random questions of the same held-out model, without replacement,
 averaged over ``--random-draws`` draws and over the held-out models),
 ``EGR % = 100 * (MAE / rand MAE - 1)`` (negative: better than random
-sampling), ``cov90`` = % of held-out models whose true accuracy lies in
+sampling), ``own MAE`` = mean |error| of the plain mean of the very answers
+the held-out model gave to the planned questions (what a user gets by
+averaging the answers they ran; the default must not lose to it), ``cov90`` = % of held-out models whose true accuracy lies in
 predict's 90% interval [low, high], ``flagged`` = held-out models predict
 flags as extrapolations, ``cov90 unflagged`` = coverage among the others,
 ``|CLI-mem|`` = the largest difference between the CLI's prediction and the
@@ -63,7 +67,7 @@ How to run
         --splits interpolation -n 100 --method random-sampling --keep --workdir /tmp/w
 
 Defaults: ``--files helm_mmlu,helm_gsm8k`` (83 x 567 and 83 x 1000),
-``--splits interpolation,extrapolation``, ``--trials 3``, ``-n 50``, the
+``--splits interpolation,extrapolation,frontier``, ``--trials 3``, ``-n 50``, the
 CLI's default method, ``--jobs 2`` lm-eval subprocesses. Measured on 2 CPUs
 (shared with another busy process): 8 min 20 s, of which 5.4 min are the
 166 full lm-eval runs. ``openllm_arc_challenge`` (218 x 1172) is left out of
@@ -313,6 +317,8 @@ def summarize(rec: dict) -> dict:
     ms = rec["models"]
     err = np.array([abs(m["mean"] - m["true"]) for m in ms])
     rec["mae"] = 100.0 * float(err.mean())
+    rec["own_mae"] = 100.0 * float(np.mean([abs(m["planned_sample_mean"] - m["true"])
+                                            for m in ms]))
     rec["egr"] = 100.0 * (rec["mae"] / rec["random_mae"] - 1) if rec["random_mae"] > 0 \
         else float("nan")
     rec["coverage"] = 100.0 * float(np.mean([m["inside"] for m in ms]))
@@ -343,7 +349,8 @@ def fmt_row(r: dict) -> str:
     def num(x, spec):
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
     cells = [r["file"], r["split"], str(r["trial"]), str(r["sources"]), str(r["held_out"]),
-             str(r["n"]), num(r["mae"], ".2f"), num(r["random_mae"], ".2f"),
+             str(r["n"]), num(r["mae"], ".2f"), num(r["own_mae"], ".2f"),
+             num(r["random_mae"], ".2f"),
              num(r["egr"], "+.0f"), num(r["coverage"], ".0f"), str(r["flagged"]),
              num(r["coverage_unflagged"], ".0f"), num(r["cli_vs_memory"], ".1e"),
              num(r["lm_eval_seconds"], ".1f"), num(r["plan_seconds"], ".1f"),
@@ -361,7 +368,7 @@ def main(argv=None) -> int:
                    help=f"comma-separated npz stems in --data-dir or paths (default "
                         f"{DEFAULT_FILES})")
     p.add_argument("--data-dir", default=str(DATA_DIR))
-    p.add_argument("--splits", default="interpolation,extrapolation")
+    p.add_argument("--splits", default="interpolation,extrapolation,frontier")
     p.add_argument("--trials", type=int, default=3,
                    help="interpolation trials (redrawn splits); extrapolation has one")
     p.add_argument("-n", type=int, default=50, help="questions per held-out model (plan -n)")
@@ -442,11 +449,13 @@ def main(argv=None) -> int:
     print(f"\n## benchsel question-level loop through lm-eval (replayed npz), n = {args.n}, "
           f"method {method}{' (CLI default)' if not args.method else ''}, "
           f"interpolation trials {args.trials}\n")
-    print("MAE and rand MAE in accuracy points; EGR % = 100*(MAE/rand MAE - 1); cov90 = % of "
-          "held-out models inside predict's 90% interval; seconds are wall times.\n")
-    print("| file | split | trial | sources | held out | n | MAE | rand MAE | EGR % | cov90 % "
-          "| flagged | cov90 unflagged % | \\|CLI-mem\\| | lm-eval s | plan s | predict s |")
-    print("|---" * 16 + "|")
+    print("MAE, own MAE (the plain mean of the same answers) and rand MAE in accuracy points; "
+          "EGR % = 100*(MAE/rand MAE - 1); cov90 = % of held-out models inside predict's 90% "
+          "interval; seconds are wall times.\n")
+    print("| file | split | trial | sources | held out | n | MAE | own MAE | rand MAE | EGR % "
+          "| cov90 % | flagged | cov90 unflagged % | \\|CLI-mem\\| | lm-eval s | plan s "
+          "| predict s |")
+    print("|---" * 17 + "|")
     for r in records:
         print(fmt_row(r))
     print("\nFull lm-eval runs (shared by every split of a file; each checked: results acc == "

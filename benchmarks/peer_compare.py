@@ -167,9 +167,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer-python", required=True,
                         help="python of an environment with benchpred installed")
+    parser.add_argument("--data-dir", default=str(SHARED),
+                        help="folder of per-question .npz matrices (default: the shared ones)")
     parser.add_argument("--files", default=None,
-                        help="comma-separated names in shared/data/questions (default: all)")
-    parser.add_argument("--splits", default="interpolation,extrapolation")
+                        help="comma-separated names in --data-dir (default: all)")
+    parser.add_argument("--splits", default="interpolation,extrapolation,frontier")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
@@ -184,8 +186,12 @@ def main() -> None:
                         help="keep the peer's predictions here and reuse them when the same "
                              "job runs again (only benchsel's side is then recomputed)")
     args = parser.parse_args()
-    files = (sorted(SHARED.glob("*.npz")) if args.files is None
-             else [SHARED / f"{f}.npz" for f in args.files.split(",")])
+    data = Path(args.data_dir)
+    files = (sorted(data.glob("*.npz")) if args.files is None
+             else [data / f"{f}.npz" for f in args.files.split(",")])
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing or not files:
+        sys.exit(f"no per-question matrices: {', '.join(missing) or str(data) + '/*.npz'}")
     peers = args.peers.split(",")
     unknown = [p for p in peers if p not in PEERS]
     if unknown:

@@ -10,9 +10,13 @@ model did in a released per-question matrix (HELM MMLU by default, 83 models x
 lm-eval writes, and the "true" full-task accuracy of each new model is known.
 
     python examples/lm_eval_loop.py                     # 60 past models, 3 new ones
+    python examples/lm_eval_loop.py --frontier          # the 5 strongest are the new ones
     python examples/lm_eval_loop.py --sources 20 --new 2 --questions 200
 
-It prints every command, then what the command printed.
+It prints every command, then what the command printed, and at the end each
+new model's true and predicted accuracy beside the plain mean of the answers
+it gave to the planned questions. With ``--frontier`` the new models are the
+strongest ones, every past model weaker: the usual case of a new checkpoint.
 """
 
 from __future__ import annotations
@@ -50,7 +54,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", default="helm_mmlu.npz", help="per-question matrix to replay")
     parser.add_argument("--sources", type=int, default=60, help="past models (default 60)")
-    parser.add_argument("--new", type=int, default=3, help="new models (default 3)")
+    parser.add_argument("--new", type=int, help="new models (default 3; 5 with --frontier)")
+    parser.add_argument("--frontier", action="store_true",
+                        help="the new models are the strongest; the past ones a random "
+                        "--sources of the others")
     parser.add_argument("--questions", type=int, help="only the first K questions")
     parser.add_argument("-n", type=int, default=50, help="questions to run (default 50)")
     parser.add_argument("--workdir", help="keep lm-eval's files here (default: a temp dir)")
@@ -67,8 +74,15 @@ def main(argv=None) -> int:
     np.savez(matrix, scores=scores)
     task = "replay_" + Path(args.file).stem
     tasks = write_replay_task(work / "tasks", matrix, task).parent
-    rows = np.random.default_rng(0).permutation(len(scores))
-    past, new = rows[: args.sources], rows[args.sources: args.sources + args.new]
+    n_new = args.new or (5 if args.frontier else 3)
+    if args.frontier:
+        by_strength = np.argsort(scores.mean(axis=1), kind="stable")
+        new = by_strength[len(scores) - n_new:]
+        past = np.random.default_rng(0).permutation(by_strength[: len(scores) - n_new])
+        past = past[: args.sources]
+    else:
+        rows = np.random.default_rng(0).permutation(len(scores))
+        past, new = rows[: args.sources], rows[args.sources: args.sources + n_new]
 
     def lm_eval(models, out, samples=None) -> None:
         specs = [{"pretrained": f"model-{r:03d}", "replay": matrix, "row": r} for r in models]
@@ -87,12 +101,20 @@ def main(argv=None) -> int:
     out = json.loads(benchsel("predict", "--plan", plan, "--observed", work / "new", "--json"))
     benchsel("predict", "--plan", plan, "--observed", work / "new")
     predictions = out.get("models") or [out]
-    print(f"{'model':<12} {'true':>7} {'predicted':>9}  90% interval")
+    planned = json.loads(samples.read_text())[task]
+    print(f"{'model':<12} {'true':>7} {'predicted':>9}  90% interval      "
+          f"{'mean of its answers':>19}")
+    errors = []
     for entry in predictions:
         row = int(entry["model"].split("-")[1])
         p = entry["predictions"][0]
+        own = scores[row, planned].mean()
+        errors.append((abs(p["mean"] - scores[row].mean()), abs(own - scores[row].mean())))
         print(f"{entry['model']:<12} {scores[row].mean():7.3f} {p['mean']:9.3f}  "
-              f"[{p['low']:.3f}, {p['high']:.3f}]")
+              f"[{p['low']:.3f}, {p['high']:.3f}]  {own:19.3f}")
+    mae, own_mae = 100 * np.mean(errors, axis=0)
+    print(f"\nmean |error|: predicted {mae:.2f} points, mean of the same answers "
+          f"{own_mae:.2f} points")
     print(f"\nlm-eval's files are in {work}")
     return 0
 

@@ -185,39 +185,48 @@ def test_n_as_a_percentage_and_parallel_trials_change_nothing():
     assert one.row("random-sampling").hamming > 18
 
 
-def test_guarded_ensemble_switches_to_the_consistent_estimate_outside_the_sources():
+def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_the_sources():
+    from scipy.special import ndtri
     from sklearn.kernel_ridge import KernelRidge
 
-    from benchsel.coreset._base import nonzero_design_sd
     from benchsel.coreset.gaussian import LowRankGaussian
-    from benchsel.coreset.methods import aipw_estimate, lowrank_question_features
+    from benchsel.coreset.methods import aipw_estimate
 
     x = irt_scores(m=120, n=300, seed=14)
     order = np.argsort(x.mean(axis=1))
     weak, middle, strong = order[:60], order[60:70], order[-10:]
     method = make_method("guarded-ensemble").fit(x[weak], 40, np.random.default_rng(0))
+    base = make_method("stratified-sampling").fit(x[weak], 40, np.random.default_rng(0))
     a = method.selected_
     mean, sd = method.predict(x[strong][:, a])
-    dr_mean, dr_sd = aipw_estimate(lowrank_question_features(x[weak]), a, x[strong][:, a],
-                                   method.question_sd_, method.weights_)
-    assert method.outside_.all()  # every strong model beyond the weak sources
-    np.testing.assert_allclose(mean, dr_mean)
-    # The design's error bar, floored where the answers all agree (see nonzero_design_sd).
-    np.testing.assert_allclose(sd, nonzero_design_sd(dr_mean, dr_sd, 40, 300))
-    # Inside the range: the mean of the three model-based parts.
+    assert method.outside_.all() and method.design_based_.all()  # beyond the weak sources
+    design_mean, design_sd = base.predict(x[strong][:, a])
+    np.testing.assert_array_equal(mean, design_mean)
+    np.testing.assert_array_equal(sd, design_sd)
+    # Among the sources: the mean of the three model-based parts, exactly where
+    # the design estimate's 90% interval lies inside the sources' range.
     src = np.concatenate([order[:50], order[70:]])
     method = make_method("guarded-ensemble").fit(x[src], 40, np.random.default_rng(1))
+    base = make_method("stratified-sampling").fit(x[src], 40, np.random.default_rng(1))
     a = method.selected_
     rows = x[middle][:, a]
     mean, sd = method.predict(rows)
-    assert not method.outside_.any()
+    design_mean, design_sd = base.predict(rows)
+    means = x[src].mean(axis=1)
+    half = ndtri(0.95) * design_sd
+    inside = (design_mean - half >= means.min()) & (design_mean + half <= means.max())
+    assert inside.any()
+    np.testing.assert_array_equal(method.design_based_, ~inside)
     parts = [
         KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
                     coef0=1).fit(x[src][:, a], x[src].mean(1)).predict(rows),
         LowRankGaussian().fit(x[src]).predict_mean(rows, a)[0],
         aipw_estimate(x[src].T, a, rows, method.question_sd_, method.weights_)[0],
     ]
-    np.testing.assert_allclose(mean, np.mean(parts, axis=0))
+    np.testing.assert_allclose(mean[inside], np.mean(parts, axis=0)[inside])
+    np.testing.assert_array_equal(mean[~inside], design_mean[~inside])
+    with pytest.raises(ValueError, match="guard_level"):
+        METHODS["guarded-ensemble"](guard_level=1.0)
 
 
 def test_one_sampled_question_has_a_finite_error_bar():
@@ -372,3 +381,37 @@ def test_a_run_of_all_alike_answers_never_gets_a_zero_width_interval(name, answe
     if name != "guarded-ensemble":
         assert mean[0] == answer
         assert 1.645 * sd[0] == pytest.approx(0.035, abs=0.01)
+
+
+def test_dated_split_trains_on_the_earlier_models_library_and_cli(tmp_path, capsys):
+    x = irt_scores(m=40, seed=15)
+    models = [f"m{i}" for i in range(40)]
+    days = np.random.default_rng(0).permutation(40)  # release day of each model
+    src, tgt = model_split(x, "dated", np.random.default_rng(0), dated=(days, 30))
+    np.testing.assert_array_equal(src, np.flatnonzero(days < 30))
+    np.testing.assert_array_equal(tgt, np.flatnonzero(days >= 30))
+    scores = ScoreMatrix(x, models, [f"q{j}" for j in range(120)])
+    lib = evaluate_coresets(scores, split="dated", n=15, trials=2, order=days, before=30,
+                            methods=("stratified-sampling",), calibrate=False)
+    with pytest.raises(ValueError, match="needs order"):
+        evaluate_coresets(scores, split="dated", n=15, trials=1)
+    with pytest.raises(ValueError, match="only used by the dated split"):
+        evaluate_coresets(scores, split="frontier", n=15, trials=1, order=days, before=30)
+    # The same split from a dates file on the command line.
+    path = tmp_path / "q.npz"
+    np.savez(path, scores=x, models=np.array(models))
+    dates = tmp_path / "dates.csv"
+    start = np.datetime64("2024-01-01")
+    dates.write_text("model,order\n" + "".join(
+        f"{m},{start + int(d)}\n" for m, d in zip(models, days)))
+    assert main(["coreset-eval", str(path), "--split", "dated", "--order", str(dates),
+                 "--before", str(start + 30), "--trials", "2", "-n", "15", "--methods",
+                 "stratified-sampling", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["split"] == "dated"
+    assert out["methods"][1]["method"] == "stratified-sampling"
+    assert out["methods"][1]["gap"] == pytest.approx(lib.row("stratified-sampling").gap)
+    dates.write_text("model,order\nm0,2024-01-01\n")
+    assert main(["coreset-eval", str(path), "--split", "dated", "--order", str(dates),
+                 "--before", "2024-02-01", "--quiet"]) == 1
+    assert "no date for 39 model(s)" in capsys.readouterr().err

@@ -321,12 +321,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="interpolation: random 75/25 models; extrapolation: weakest 50%% "
                    "source, strongest 30%% target; frontier: strongest 10%% (at least 5) "
                    "target, every other model source; stratified: --sources models spread "
-                   "over 10 score bins, the rest targets (Bowyer et al.)")
+                   "over 10 score bins, the rest targets (Bowyer et al.); dated: models "
+                   "before --before (by --order) source, the later ones target")
     p.add_argument("-n", "--n", type=_coreset_size, default="50", dest="n",
                    help="questions per coreset, a count or a percentage such as 5%% "
                    "(default 50)")
     p.add_argument("--sources", type=_positive_int,
                    help="stratified split: number of source models (the paper uses 15, 30, 50)")
+    p.add_argument("--order", metavar="FILE",
+                   help="dated split: when each model came out, CSV 'model,order' or JSON "
+                   "{model: order}, a number or a date (YYYY-MM-DD) per model")
+    p.add_argument("--before", metavar="DATE",
+                   help="dated split: models before this date (or number) are sources, the "
+                   "others targets")
     p.add_argument("--jobs", type=_positive_int, default=1,
                    help="trials (and lm-eval sample logs) read and run in parallel (default "
                    "1; results do not depend on it)")

@@ -1157,6 +1157,29 @@ def cmd_coreset(args) -> int:
     return 0
 
 
+def _dated_split_args(args, scores):
+    """``--order`` keys aligned with the models and the ``--before`` cut (the dated split)."""
+    if args.split != "dated":
+        if args.order or args.before:
+            raise ValueError("--order and --before are for --split dated")
+        return None, None
+    if not (args.order and args.before):
+        raise ValueError("--split dated needs --order FILE (when each model came out) and "
+                         "--before DATE")
+    from .io import _order_key, read_model_order
+
+    keys = read_model_order(args.order)
+    missing = [m for m in scores.models if m not in keys]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{args.order}: no date for {len(missing)} model(s) of {args.data}: "
+                         f"{shown}")
+    before = _order_key(args.before)
+    if before is None:
+        raise ValueError(f"--before {args.before!r}: expected a date (YYYY-MM-DD) or a number")
+    return np.array([keys[m] for m in scores.models]), before
+
+
 def cmd_coreset_eval(args) -> int:
     from .coreset.evaluate import evaluate_coresets
 
@@ -1165,9 +1188,11 @@ def cmd_coreset_eval(args) -> int:
         with _workers(args) as fan_out:
             scores = _load(args).cleaned()
             methods = None if args.methods == "all" else tuple(_names(args.methods))
+            order, before = _dated_split_args(args, scores)
             result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
                                        methods=methods, seed=args.seed, sources=args.sources,
-                                       progress=progress, **fan_out)
+                                       progress=progress, order=order, before=before,
+                                       **fan_out)
     finally:
         progress.close()
     payload = result.to_dict()
@@ -1176,6 +1201,8 @@ def cmd_coreset_eval(args) -> int:
              r.stability, r.similarity_corr, r.fit_seconds + r.predict_seconds]
             for r in result.rows]
     split = args.split + (f" ({args.sources} sources)" if args.sources else "")
+    if args.split == "dated":
+        split += f" (before {args.before}: {int((order < before).sum())} sources)"
     text = (
         f"{split}, n = {result.n}, {args.trials} trials, {scores.n_models} models x "
         f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"

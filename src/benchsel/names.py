@@ -34,4 +34,4 @@ DEFAULT_CORESET_METHOD = "guarded-ensemble"
 #: The refits Bowyer et al. report, evaluated with "all" beside the base methods.
 PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
 #: Question-level splits of the source models (:mod:`benchsel.coreset.evaluate`).
-SPLITS = ("interpolation", "extrapolation", "frontier", "stratified")
+SPLITS = ("interpolation", "extrapolation", "frontier", "stratified", "dated")

@@ -10,7 +10,7 @@ from . import names
 from .matrix import model_strength
 
 __all__ = [
-    "Fold", "SPLITTERS", "completion_masks", "frontier_split", "kfold_with_holdout",
+    "Fold", "SPLITTERS", "completion_masks", "dated_split", "frontier_split", "kfold_with_holdout",
     "model_strength", "paper_kfold", "strength_split",
 ]
 
@@ -181,6 +181,33 @@ def frontier_split(
                          f"got shape {np.shape(strength)}")
     order = np.argsort(strength, kind="stable")
     return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))
+
+
+def dated_split(order, before: float) -> Fold:
+    """Models that came out before ``before`` as sources, the others as targets.
+
+    What a user's next model is to the models they already have: trained
+    on the past, tested on what came after.
+
+    Parameters
+    ----------
+    order : ndarray (M,)
+        Each model's sort key (a release date as seconds since 1970, or any
+        number; see :func:`benchsel.io.read_model_order`).
+    before : float
+        The cut, in the same units: keys strictly below it are sources.
+    """
+    keys = np.asarray(order, dtype=float)
+    if keys.ndim != 1 or not np.isfinite(keys).all():
+        raise ValueError("order must hold one finite key per model")
+    if not np.isfinite(before):
+        raise ValueError(f"before must be a finite number or date; got {before!r}")
+    train, validation = np.flatnonzero(keys < before), np.flatnonzero(keys >= before)
+    if train.size < 3 or validation.size < 1:
+        raise ValueError(
+            f"the cut leaves {train.size} model(s) before it and {validation.size} from it on; "
+            "need at least 3 before and 1 after")
+    return Fold(0, train, validation)
 
 
 def completion_masks(

@@ -214,6 +214,26 @@ class RandomQuestions:
             return x.std(axis=1, ddof=1)
         return np.full(x.shape[0], self.question_sd_)
 
+    def design_estimate(self, x_selected: np.ndarray):
+        """The design-weighted mean of the answers and its design-based SD.
+
+        A uniform draw: the sample mean and its SD with the finite-population
+        correction. A stratified one: the weighted mean and its
+        :func:`successive_difference_sd`. Either SD is never zero on [0, 1]
+        scores (:func:`nonzero_design_sd`).
+        """
+        x = np.asarray(x_selected, dtype=float)
+        if self.draw == "stratified":
+            order = np.argsort(self.strata_)  # columns follow selected_; strata in order
+            x, w = x[:, order], self.weights_[order]
+            mean = x @ w
+            sd = successive_difference_sd(x, w, self.question_sd_)
+        else:
+            n = x.shape[1]
+            mean = x.mean(axis=1)
+            sd = self._sample_sd(x) / np.sqrt(n) * fpc(n, self.n_questions)
+        return mean, self._design_sd(mean, sd)
+
     def _design_sd(self, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
         """``sd`` with its zeros replaced by :func:`nonzero_design_sd` on [0, 1] scores."""
         if not self.unit_interval_:

@@ -10,14 +10,17 @@ Splits of the models into sources (fitted on) and targets (predicted):
   least 5) are targets, every other model a source
   (:func:`benchsel.splits.frontier_split`): a new checkpoint at or just past
   the top of the models a plan was fitted on, the common case;
+* ``dated``: the models that came out before a date (``order`` and
+  ``before``; :func:`benchsel.splits.dated_split`) are sources, the later
+  ones targets;
 * ``stratified`` (Bowyer et al., Sec. 3): ``sources`` models (15, 30 or 50
   in the paper) drawn across ten equally spaced bins of the full-benchmark
   score, every other model a target. We fill the bins in turns, one random
   model from each non-empty bin per turn, so the sources span the whole
   range even where models are scarce.
 
-Each trial redraws the split (except extrapolation's and the frontier's,
-which are fixed) and
+Each trial redraws the split (except extrapolation's, the frontier's and
+the dated one, which are fixed) and
 the methods' random questions; every method sees the same splits and the
 same random generator.
 
@@ -57,7 +60,7 @@ from ..evaluation.metrics import (
     nogueira_stability,
 )
 from ..matrix import DataWarning, ScoreMatrix
-from ..splits import frontier_split
+from ..splits import dated_split, frontier_split
 from .calibrated import Calibrated
 from .methods import DEFAULT_METHOD, make_method, method_names
 
@@ -145,8 +148,13 @@ def resolve_n(n, total: int) -> int:
     return int(n)
 
 
-def model_split(values: np.ndarray, split: str, rng, sources: int | None = None):
-    """Source and target model indices for one trial (see the module docstring)."""
+def model_split(values: np.ndarray, split: str, rng, sources: int | None = None,
+                dated: tuple | None = None):
+    """Source and target model indices for one trial (see the module docstring).
+
+    ``dated`` is ``(order, before)`` for the ``dated`` split: one sort key
+    per model and the cut.
+    """
     m = values.shape[0]
     if split == "interpolation":
         order = rng.permutation(m)
@@ -157,6 +165,12 @@ def model_split(values: np.ndarray, split: str, rng, sources: int | None = None)
         return np.sort(order[: m // 2]), np.sort(order[m - int(0.3 * m):])
     if split == "frontier":
         fold = frontier_split(values, strength=values.mean(axis=1))
+        return fold.train, fold.validation
+    if split == "dated":
+        if dated is None:
+            raise ValueError("the dated split needs each model's date (order) and a cut "
+                             "(before)")
+        fold = dated_split(*dated)
         return fold.train, fold.validation
     if split == "stratified":
         if sources is None or not 3 <= sources <= m - 2:
@@ -179,7 +193,8 @@ def _stratified(score: np.ndarray, sources: int, rng, bins: int = 10):
     return chosen, np.setdiff1d(np.arange(len(score)), chosen)
 
 
-def run_trial(values, split, sources, seed, trial, names, n, calibrate=True) -> dict:
+def run_trial(values, split, sources, seed, trial, names, n, calibrate=True,
+              dated=None) -> dict:
     """One trial's split, with every method fitted on its sources and predicting its targets.
 
     One BLAS thread, so trials run in parallel do not fight over cores and
@@ -195,7 +210,7 @@ def run_trial(values, split, sources, seed, trial, names, n, calibrate=True) -> 
         ``(mean, sd, selected, fit_seconds, predict_seconds, raw_sd)`` (``sd``
         calibrated when ``calibrate``, ``raw_sd`` the method's own).
     """
-    src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources)
+    src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources, dated)
     out = {"target": tgt, "source": src}
     with threadpool_limits(1), reuse_fits():
         for name in names:
@@ -232,6 +247,8 @@ def evaluate_coresets(
     progress=None,
     calibrate: bool = True,
     backend: str | None = None,
+    order=None,
+    before: float | None = None,
 ) -> CoresetResult:
     """Run question-level methods on identical splits (see the module docstring).
 
@@ -239,7 +256,7 @@ def evaluate_coresets(
     ----------
     scores : ScoreMatrix
         Complete models x questions scores.
-    split : {"interpolation", "extrapolation", "frontier", "stratified"}
+    split : {"interpolation", "extrapolation", "frontier", "stratified", "dated"}
     n : int or str
         Questions per coreset, or a percentage of them such as ``"5%"``.
     trials : int
@@ -264,6 +281,11 @@ def evaluate_coresets(
         method and trial); ``interval_coverage`` is then calibrated and
         ``uncalibrated_coverage`` is the method's own (``nan`` for a method
         without an error bar). Fit times include the refits.
+    order : array-like (M,), optional
+        The ``dated`` split's sort key of each model (e.g. release dates as
+        seconds since 1970, :func:`benchsel.io.read_model_order`).
+    before : float, optional
+        The ``dated`` split's cut: models whose key is below it are sources.
     """
     values = np.asarray(scores.values, dtype=float)
     if np.isnan(values).any():
@@ -277,7 +299,14 @@ def evaluate_coresets(
                       DataWarning, stacklevel=2)
     if split != "stratified" and sources is not None:
         raise ValueError("sources is only used by the stratified split")
-    model_split(values, split, np.random.default_rng(seed), sources)  # validate early
+    dated = None
+    if split == "dated":
+        if order is None or before is None:
+            raise ValueError("the dated split needs order (one key per model) and before")
+        dated = (np.asarray(order, dtype=float), float(before))
+    elif order is not None or before is not None:
+        raise ValueError("order and before are only used by the dated split")
+    model_split(values, split, np.random.default_rng(seed), sources, dated)  # validate early
     names = method_names("all") if methods is None else [
         DEFAULT_METHOD if m == "default" else m for m in methods]
     if "random-sampling" not in names:
@@ -286,7 +315,8 @@ def evaluate_coresets(
         make_method(name)  # unknown names fail before any work
     start = time.perf_counter()
     args = (values, split, sources, seed)
-    results = map_tasks(run_trial, ((*args, t, names, n, calibrate) for t in range(trials)),
+    results = map_tasks(run_trial, ((*args, t, names, n, calibrate, dated)
+                                    for t in range(trials)),
                         n_jobs=n_jobs, backend=backend, progress=progress)
     rows = _summarize(values, results, names, level)
     return CoresetResult(
