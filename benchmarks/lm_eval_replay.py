@@ -48,7 +48,8 @@ sampling), ``own MAE`` = mean |error| of the plain mean of the very answers
 the held-out model gave to the planned questions (what a user gets by
 averaging the answers they ran; the default must not lose to it), ``cov90``
 = % of held-out models whose true accuracy lies in predict's 90% interval
-[low, high], ``flagged`` = held-out models predict flags as extrapolations, ``cov90 unflagged`` = coverage among the others,
+[low, high], ``flagged`` = held-out models predict flags as extrapolations,
+``cov90 unflagged`` = coverage among the others,
 ``|CLI-mem|`` = the largest difference between the CLI's prediction and the
 same method fitted in memory on the npz rows (``make_method(..).fit(values,
 n, default_rng(seed))``, as ``benchsel plan`` does) -- 0 means lm-eval's files
