@@ -50,11 +50,19 @@ def test_lm_eval_loop_example_runs(tmp_path):
     pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm_eval) is not installed")
     if not (ROOT.parent / "shared" / "data" / "questions").is_dir():
         pytest.skip("shared per-question data not found (the example reads it)")
+    import numpy as np
+
+    # The frontier case: the two new models are the strongest of the matrix.
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "lm_eval_loop.py"), "--sources", "15",
-         "--new", "2", "--questions", "80", "-n", "20", "--workdir", str(tmp_path)],
+         "--new", "2", "--frontier", "--questions", "80", "-n", "20", "--workdir",
+         str(tmp_path)],
         capture_output=True, text=True, check=True,
     )
     assert "$ benchsel plan" in out.stdout and "$ benchsel predict --plan" in out.stdout
-    table = out.stdout.split("90% interval\n", 1)[1].splitlines()[:2]
+    table = out.stdout.split("mean of its answers\n", 1)[1].splitlines()[:2]
     assert len(table) == 2 and all(line.startswith("model-") for line in table)
+    with np.load(ROOT.parent / "shared/data/questions/helm_mmlu.npz") as z:
+        strongest = np.argsort(z["scores"][:, :80].mean(axis=1), kind="stable")[-2:]
+    assert {int(line.split()[0].split("-")[1]) for line in table} == set(strongest.tolist())
+    assert "mean |error|: predicted" in out.stdout
