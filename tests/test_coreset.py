@@ -415,3 +415,15 @@ def test_dated_split_trains_on_the_earlier_models_library_and_cli(tmp_path, caps
     assert main(["coreset-eval", str(path), "--split", "dated", "--order", str(dates),
                  "--before", "2024-02-01", "--quiet"]) == 1
     assert "no date for 39 model(s)" in capsys.readouterr().err
+
+
+def test_coreset_eval_reports_the_plain_mean_of_the_defaults_answers_beside_it():
+    x = irt_scores(m=40, seed=16)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(40)], [f"q{j}" for j in range(120)])
+    res = evaluate_coresets(scores, split="frontier", n=15, trials=2, methods=("default",),
+                            calibrate=False)
+    assert [r.method for r in res.rows] == ["random-sampling", "stratified-sampling",
+                                            DEFAULT_METHOD]
+    res = evaluate_coresets(scores, split="frontier", n=15, trials=2, methods=("aipw",),
+                            calibrate=False)
+    assert [r.method for r in res.rows] == ["random-sampling", "aipw"]

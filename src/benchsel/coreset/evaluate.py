@@ -263,7 +263,8 @@ def evaluate_coresets(
     methods : sequence of str or None
         Registry names, ``+``/``++`` refits included (None: every method and
         the papers' refits); random-sampling is always added, since EGR is
-        relative to it.
+        relative to it, and stratified-sampling beside the default (the
+        plain mean of the default's own answers).
     seed : int
     level : float
         Central interval probability for ``interval_coverage``.
@@ -311,6 +312,9 @@ def evaluate_coresets(
         DEFAULT_METHOD if m == "default" else m for m in methods]
     if "random-sampling" not in names:
         names = ["random-sampling"] + names
+    # The default is judged beside the plain mean of its own answers.
+    if DEFAULT_METHOD in names and "stratified-sampling" not in names:
+        names.insert(names.index(DEFAULT_METHOD), "stratified-sampling")
     for name in names:
         make_method(name)  # unknown names fail before any work
     start = time.perf_counter()
