@@ -351,3 +351,15 @@ def test_cli_csv_question_columns_are_doc_ids(tmp_path, capsys):
                  str(tmp_path / "p.json"), "--emit-lm-eval-samples", str(samples)]) == 0
     docs = json.loads(samples.read_text())["gsm"]
     assert len(docs) == 5 and all(d >= 100 and d % 2 == 0 for d in docs)
+
+
+@needs_questions
+@pytest.mark.parametrize("answer", [0.0, 1.0])
+def test_question_plan_all_alike_answers_get_an_interval_of_positive_width(answer):
+    """Every planned question right (or wrong): the interval holds the estimate, never [1, 1]."""
+    plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=30, seed=5)
+    answers = {int(d): answer for d in plan.tasks["gsm"].selected}
+    pred = plan.predict_questions({"m": {"gsm": answers}})
+    low, mean, high = pred.low[0, 0], pred.mean[0, 0], pred.high[0, 0]
+    assert low <= mean <= high and high - low > 0.02
+    assert low <= answer <= high

@@ -771,7 +771,11 @@ class Plan:
             extrapolation.append({"flag": bool(flagged), "tasks": flagged, "reasons": reasons})
         low_bound, high_bound = np.array([self.tasks[t].bounds for t in tasks]).T
         half = ndtri(0.5 + level / 2) * std
-        return Prediction(models=models, items=tasks, mean=np.clip(mean, low_bound, high_bound),
+        # The interval is centred on the estimate brought inside the bounds, then cut
+        # at them: an estimate past a bound (a model-based one can be) keeps an
+        # interval of positive width instead of collapsing onto the bound.
+        mean = np.clip(mean, low_bound, high_bound)
+        return Prediction(models=models, items=tasks, mean=mean,
                           std=std, low=np.clip(mean - half, low_bound, high_bound),
                           high=np.clip(mean + half, low_bound, high_bound), observed=full,
                           level=float(level), method=self._method_label(),
