@@ -420,3 +420,75 @@ def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
     raw = cal.raw_sd_
     np.testing.assert_allclose(sd[design], raw[design] * cal.design_calibration_.inside)
     assert np.all(sd[~design] >= 5 * raw[~design])
+
+
+def test_frontier_rows_by_hand():
+    from benchsel.calibration import frontier_rows
+
+    reference = np.array([[0.0, np.nan], [1.0, 1.0], [2.0, np.nan], [np.nan, np.nan],
+                          [3.0, 5.0], [0.5, 0.5]])
+    rows = np.array([[3.0, 3.0], [0.0, np.nan], [np.nan, np.nan], [2.9, np.nan]])
+    strength = np.array([0.0, 1.0, 2.0, 4.0, 0.5])  # the reference rows with a score
+    cut = np.quantile(strength, 0.8)
+    got = frontier_rows(reference, rows, fraction=0.2)
+    np.testing.assert_array_equal(got, [3.0 >= cut, False, False, 2.9 >= cut])
+
+
+def _convex_board(m, seed=0):
+    """Items linear in one ability, except the last, which strong models pull ahead on."""
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=(m, 1))
+    values = ability * np.ones((1, 6)) + 0.4 * rng.normal(size=(m, 6))
+    values[:, 5] += 0.8 * np.maximum(ability[:, 0] - 1.0, 0.0) ** 2
+    return ScoreMatrix(values, [f"m{i}" for i in range(m)], [f"b{j}" for j in range(6)])
+
+
+def test_frontier_shift_measures_the_bias_on_the_strongest_sources_only_where_clear():
+    board = _convex_board(2000)
+    given = np.zeros(6, bool)
+    given[[0, 1]] = True
+    shift = GaussianCalibrator(board.values).frontier_shift(given)
+    assert np.all(shift[given] == 0)
+    # Models picked as the strongest by all their scores lie above the linear
+    # prediction of every other item (about 0.3-0.6 SD here: selection), and far
+    # above it on the item strong models pull ahead on.
+    assert np.all((shift[2:5] > 0.2) & (shift[2:5] < 0.8))
+    assert shift[5] > shift[2:5].max() + 0.7
+    # Too few source models for 30 strong ones: no shift at all.
+    small = _convex_board(250).values
+    assert np.all(GaussianCalibrator(small).frontier_shift(given) == 0)
+
+
+def test_predict_moves_only_frontier_models_by_the_measured_shift():
+    from benchsel import GaussianModel
+    from benchsel.splits import frontier_split
+
+    board = _convex_board(2000, seed=1)
+    split = frontier_split(board.values)
+    train = board.subset(models=split.train)
+    model = GaussianModel().fit(train)
+    plain = GaussianModel(calibration="none").fit(train)
+    rows = np.concatenate([split.validation, split.train[:40]])
+    new = board.subset(models=rows, items=[0, 1])
+    pred, raw = model.predict(new), plain.predict(new)
+    at_top = np.array([c["frontier_shift"] for c in pred.calibration])
+    # At the frontier by the given scores (frontier_rows against the training models).
+    std = model.standardizer_
+    z_train = std.transform(train.values)[:, :2]
+    z_new = std.transform(np.pad(new.values, ((0, 0), (0, 4)), constant_values=np.nan))[:, :2]
+    mean_train, mean_new = z_train.mean(axis=1), z_new.mean(axis=1)
+    np.testing.assert_array_equal(at_top, mean_new >= np.quantile(mean_train, 0.9))
+    assert at_top[: split.validation.size].mean() > 0.8 and at_top[-40:].mean() < 0.3
+    # Weak rows: the Gaussian's own mean; strong rows: moved by shift x conditional SD.
+    np.testing.assert_allclose(pred.mean[~at_top], raw.mean[~at_top], rtol=1e-12)
+    shift = model._calibrator.frontier_shift(np.isin(np.arange(6), [0, 1]))
+    sd = raw.std[at_top][:, 5]  # uncalibrated conditional SD, raw units
+    np.testing.assert_allclose(pred.mean[at_top][:, 5] - raw.mean[at_top][:, 5],
+                               shift[5] * sd, rtol=1e-9)
+    # And it helps: on the frontier models' bent item the Gaussian's bias shrinks (measured
+    # -0.80 -> -0.57: the bend grows further up than the sources' own top reaches).
+    top = np.flatnonzero(at_top[: split.validation.size])
+    truth = board.values[split.validation[top], 5]
+    before, after = raw.mean[top, 5] - truth, pred.mean[top, 5] - truth
+    assert before.mean() < -0.5 and abs(after.mean()) < 0.8 * abs(before.mean())
+    assert np.abs(after).mean() < np.abs(before).mean()

@@ -57,6 +57,7 @@ __all__ = [
     "calibration_splits",
     "conformal_quantile",
     "fit_calibration",
+    "frontier_rows",
     "outside_range",
     "range_excess",
     "regime_excess",
@@ -288,6 +289,37 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
 def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Whether each row's strength lies beyond every reference row's on the same items."""
     return range_excess(reference, rows) > 0
+
+
+#: Share of the source models whose held-out predictions measure the frontier's bias.
+FRONTIER_FRACTION = 0.1
+
+
+def frontier_rows(reference: np.ndarray, rows: np.ndarray,
+                  fraction: float = FRONTIER_FRACTION) -> np.ndarray:
+    """Which rows lie among the strongest ``fraction`` of the reference rows, or above.
+
+    A row's strength is its mean given (standardized) score; it is at the
+    frontier when that is at least the ``1 - fraction`` quantile of the
+    reference rows' mean scores on the same items (reference rows with
+    none of them left out). Rows with nothing given are not.
+
+    Parameters
+    ----------
+    reference, rows : ndarray
+        Standardized scores on the given items only (NaN = not observed).
+    """
+    reference = np.asarray(reference, dtype=float)
+    rows = np.asarray(rows, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows
+        ref = np.nanmean(reference, axis=1) if reference.size else np.empty(0)
+        row = np.nanmean(rows, axis=1) if rows.size else np.full(len(rows), np.nan)
+    ref = ref[~np.isnan(ref)]
+    if ref.size == 0:
+        return np.zeros(len(rows), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return row >= np.quantile(ref, 1 - fraction)
 
 
 def regime_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:

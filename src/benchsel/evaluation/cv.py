@@ -39,7 +39,7 @@ from scipy.special import ndtri
 
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
-from ..calibration import regime_excess, unknown_calibration
+from ..calibration import frontier_rows, regime_excess, unknown_calibration
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
@@ -241,6 +241,15 @@ def _fold(
             given = np.full_like(z_in, np.nan)
             given[:, sel] = z_in[:, sel]
             mu, var = conditional_moments(given, mean, sigma, ridge=ridge)
+            given_items = np.zeros(cols.size, dtype=bool)
+            given_items[sel] = True
+            if calibrator is not None:
+                # As GaussianModel.predict: a model at the frontier of the training
+                # models is moved by the bias measured on their strongest ones.
+                top = frontier_rows(z_train[:, sel], given[:, sel])
+                if top.any():
+                    shift = calibrator.frontier_shift(given_items)
+                    mu[top] += shift * np.sqrt(var[top])
             # How far each validation model's selected scores lie beyond the training models'.
             excess = regime_excess(z_train[:, sel], given[:, sel])
             other = None
@@ -260,8 +269,6 @@ def _fold(
                 sd = np.sqrt(var)
                 factor = np.ones(len(sd))
                 if calibrator is not None:
-                    given_items = np.zeros(cols.size, dtype=bool)
-                    given_items[sel] = True
                     cal = calibrator.calibration(given_items, level)
                     factor = cal.factor(excess)
                     blank = ~observed[:, sel].any(axis=1)

@@ -12,7 +12,7 @@ from .. import names
 from .._linalg import cholesky
 from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
-from ..calibration import regime_excess, unknown_calibration
+from ..calibration import frontier_rows, regime_excess, unknown_calibration
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -650,8 +650,12 @@ class GaussianModel:
         mu_z, var_z = conditional_moments(
             z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge, noise=noise
         )
+        shift = self._frontier_correction(z, var_z)
+        mu_z = mu_z + shift
         center = std.inverse(mu_z)
         calibration = self._calibrate(z, level)
+        for record, moved in zip(calibration, (shift != 0).any(axis=1)):
+            record["frontier_shift"] = bool(moved)
         factor = np.array([c["multiplier"] for c in calibration])[:, None]
         # A cell measured with noise keeps its own error: calibration is of
         # predictions of items not run.
@@ -749,13 +753,44 @@ class GaussianModel:
             extrapolation=gaussian.extrapolation,
             calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
 
-    def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
-        """Per new row (standardized, NaN = not given): its regime and multiplier."""
-        if self.calibration != "none" and self._calibrator is None:
+    def _calibrator_for_predict(self) -> GaussianCalibrator:
+        """The calibrator on the training models, made on first use."""
+        if self._calibrator is None:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage,
                 start=(self.estimate_.mean, self.estimate_.covariance))
+        return self._calibrator
+
+    def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
+        """Per row and item, the conditional mean's correction in model units.
+
+        Rows at the frontier of the training models on their given items
+        (:func:`~benchsel.calibration.frontier_rows`) are moved by the bias
+        the frontier split of the calibrator measured
+        (:meth:`GaussianCalibrator.frontier_shift`), times their own
+        conditional standard deviation; other rows, and every row when
+        calibration is off, by 0.
+        """
+        out = np.zeros_like(z)
+        if self.calibration == "none":
+            return out
+        patterns, inverse = unique_rows(~np.isnan(z))
+        for g, pattern in enumerate(patterns):
+            if not pattern.any():
+                continue
+            rows = np.flatnonzero(inverse == g)
+            top = rows[frontier_rows(self._z[:, pattern],
+                                     z[np.ix_(rows, np.flatnonzero(pattern))])]
+            if top.size:
+                shift = self._calibrator_for_predict().frontier_shift(pattern)
+                out[top] = shift * np.sqrt(var_z[top])
+        return out
+
+    def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
+        """Per new row (standardized, NaN = not given): its regime and multiplier."""
+        if self.calibration != "none":
+            self._calibrator_for_predict()
         return self._per_pattern(
             self._z, z, lambda pattern: self._calibrator.calibration(pattern, level),
             unknown=lambda: unknown_calibration(self.scores_.values, level))
