@@ -70,8 +70,9 @@ How to run
 Defaults: ``--files helm_mmlu,helm_gsm8k`` (83 x 567 and 83 x 1000),
 ``--splits interpolation,extrapolation,frontier``, ``--trials 3``, ``-n 50``, the
 CLI's default method, ``--jobs 2`` lm-eval subprocesses. Measured on 2 CPUs
-(shared with another busy process): 8 min 20 s, of which 5.4 min are the
-166 full lm-eval runs. ``openllm_arc_challenge`` (218 x 1172) is left out of
+(shared with another busy process): 8 min 20 s with two splits, of which
+5.4 min are the 166 full lm-eval runs; 17 min with the frontier split too
+and two other jobs on the machine. ``openllm_arc_challenge`` (218 x 1172) is left out of
 the defaults to stay under ~10 minutes: lm-eval needs about 2.5 CPU-seconds
 per model for its 1172 docs (it compiles its Jinja templates anew for every
 doc), and its 216 full runs took 8 min; ``--files openllm_arc_challenge``
