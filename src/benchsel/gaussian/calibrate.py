@@ -125,14 +125,7 @@ class GaussianCalibrator:
         ndarray of shape (N,)
             0 for the given items.
         """
-        given = np.asarray(given, dtype=bool)
-        if given.shape != (self._n_items,):
-            raise ValueError(f"given must be a boolean mask of {self._n_items} items; "
-                             f"got shape {given.shape}")
-        key = tuple(np.flatnonzero(given))
-        if key not in self._shifts:
-            self._shifts[key] = self._frontier_shift(given)
-        return self._shifts[key]
+        return self._per_given(self._shifts, given, self._frontier_shift)
 
     def _frontier_shift(self, given) -> np.ndarray:
         shift = np.zeros(self._n_items)
@@ -190,14 +183,18 @@ class GaussianCalibrator:
 
     def _cells(self, given):
         """residual, std, excess and group (split x item) of every held-out cell, cached."""
+        return self._per_given(self._cache, given, self._residuals)
+
+    def _per_given(self, cache: dict, given, compute):
+        """``compute(given)`` once per set of given items, kept in ``cache``."""
         given = np.asarray(given, dtype=bool)
         if given.shape != (self._n_items,):
             raise ValueError(f"given must be a boolean mask of {self._n_items} items; "
                              f"got shape {given.shape}")
         key = tuple(np.flatnonzero(given))
-        if key not in self._cache:
-            self._cache[key] = self._residuals(given)
-        return self._cache[key]
+        if key not in cache:
+            cache[key] = compute(given)
+        return cache[key]
 
     def _residuals(self, given):
         parts = ([], [], [], [])
