@@ -176,3 +176,26 @@ def test_methods_honour_the_contract_and_validate(cls):
         cls().fit(np.where(x[:30] > 0, np.nan, 0.0), 5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="metric must be one of"):
         cls(metric="manhattan").fit(x[:30], 5, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("sample_size", [2000, 30])  # dense PAM, and CLARA + refinement
+def test_a_constant_question_is_one_from_itself_and_never_a_free_medoid(sample_size):
+    """It correlates with nothing, itself included (dissimilarity 1, as in the reference
+    code): as a medoid it does not even cover itself, and PAM does not spend a medoid on
+    it. (It can still be a medoid of anti-correlated questions, whose dissimilarity to
+    every other medoid exceeds 1: CLARA's refinement of a small sample keeps it then.)"""
+    x = irt_scores(m=30, n=60, seed=9).T  # one row per question
+    x[7] = 0.0  # every source model misses question 7
+    for seed in range(5):
+        result = kmedoids(x, 8, metric="correlation", rng=np.random.default_rng(seed),
+                          sample_size=sample_size)
+        if sample_size > 60:
+            assert 7 not in result.medoids
+        # The objective counts the constant medoid's own dissimilarity, 1.
+        assert result.objective == pytest.approx(objective(x, result.medoids, "correlation"))
+    result = kmedoids(x, 8, metric="correlation", rng=np.random.default_rng(0), n_init=1)
+    for i, c in itertools.product(range(8), range(60)):  # swap-optimal under that objective
+        if c not in result.medoids:
+            swapped = result.medoids.copy()
+            swapped[i] = c
+            assert objective(x, swapped, "correlation") >= result.objective - 1e-9
