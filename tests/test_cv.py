@@ -451,6 +451,23 @@ def test_frontier_split_holds_out_the_strongest_tenth_and_keeps_everyone_else():
         frontier_split(np.arange(14.0).reshape(7, 2))
 
 
+def test_dated_split_and_given_strengths():
+    from benchsel.splits import dated_split, frontier_split
+
+    split = dated_split([3.0, 1.0, 2.0, 5.0, 0.0, 4.0], before=3.0)
+    assert split.train.tolist() == [1, 2, 4] and split.validation.tolist() == [0, 3, 5]
+    with pytest.raises(ValueError, match="leaves 2 model"):
+        dated_split([1.0, 2.0, 3.0], before=3.0)
+    with pytest.raises(ValueError, match="one finite key per model"):
+        dated_split([1.0, np.nan, 3.0, 4.0], before=2.0)
+    # A given strength replaces the standardized one (the question level's plain mean).
+    values = np.arange(40.0).reshape(20, 2)
+    strength = -np.arange(20.0)  # the first rows strongest
+    assert frontier_split(values, strength=strength).validation.tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="one value per model"):
+        frontier_split(values, strength=strength[:5])
+
+
 def test_frontier_gives_models_without_the_selected_scores_the_unknown_width():
     # MERGED's strongest models lack most columns: with a random pick, most
     # have none of it. They are predicted as the mean and covered 16% with
