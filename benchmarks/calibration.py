@@ -42,7 +42,7 @@ def main(argv=None) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="cv folds in parallel")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    boards = args.boards or [d.name for d in list_datasets()]
+    boards = args.boards or [d.name for d in list_datasets("leaderboard")]
     warnings.simplefilter("ignore")
     print("coverage of nominal 90% intervals, calibrated / uncalibrated (%)")
     print(f"{'board':14} {'protocol':14} {'mean k<=10':>15} {'k = 5':>15}  seconds")

@@ -27,7 +27,7 @@ PROTOCOLS = {"frontier": frontier, "extrapolation": extrapolate}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boards", default=",".join(d.name for d in list_datasets()))
+    parser.add_argument("--boards", default=",".join(d.name for d in list_datasets("leaderboard")))
     parser.add_argument("--predictor", default="gaussian")
     parser.add_argument("--k-max", type=int, default=5)
     parser.add_argument("--json")

@@ -25,7 +25,8 @@ def main() -> None:
     parser.add_argument("--boards", help="comma-separated bundled boards (default: all)")
     parser.add_argument("--workdir", help="keep the pages here (default: a temporary folder)")
     args = parser.parse_args()
-    boards = args.boards.split(",") if args.boards else [d.name for d in list_datasets()]
+    boards = args.boards.split(",") if args.boards else \
+        [d.name for d in list_datasets("leaderboard")]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="benchsel-report-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{'board':<14}{'wall s':>8}{'KiB':>8}{'figures':>9}  not available")

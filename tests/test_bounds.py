@@ -120,9 +120,9 @@ def test_explicit_bounds_override_inference():
     others[[j, k]] = False
     assert np.all(high[others] == 100) and np.all(low[others] == 0)
     obs = {c: 99.0 for c in model.items_ if not c.startswith("Network")}
-    free = GaussianModel(bounds="none").fit(data).predict(obs)
+    free = GaussianModel(bounds="none").fit(data).predict(obs, method="gaussian")
     assert free.high[0, j] > 45 and free.high[0, k] > 40  # so the cap below does something
-    pred = model.predict(obs)
+    pred = model.predict(obs, method="gaussian")
     assert 40 < pred.high[0, j] < 45 and 35 < pred.high[0, k] < 40
     # Inference and explicit bounds agree when they say the same thing.
     np.testing.assert_array_equal(as_text.bounds_, GaussianModel().fit(data).bounds_)
@@ -146,8 +146,8 @@ def test_prediction_for_a_very_strong_model_never_exceeds_100():
     data = load_dataset("bigcodebench")
     obs = pushed_to_top(data, 99.0)
     assert len(obs) == 7
-    unbounded = GaussianModel(bounds="none").fit(data).predict(obs)
-    pred = GaussianModel().fit(data).predict(obs)
+    unbounded = GaussianModel(bounds="none").fit(data).predict(obs, method="gaussian")
+    pred = GaussianModel().fit(data).predict(obs, method="gaussian")
     todo = ~pred.observed[0]
     # Without bounds the Gaussian predicts impossible scores (the HellaSwag 100.4 bug) ...
     assert unbounded.mean[0, todo].max() > 100 and unbounded.high[0, todo].max() > 100
@@ -165,8 +165,8 @@ def test_truncation_leaves_predictions_far_from_the_bounds_as_they_were():
     middle = np.argsort(np.nanmean(data.values, axis=1))[data.n_models // 2]
     obs = {c: float(data.values[middle, j]) for j, c in enumerate(data.items)
            if j % 2 == 0 and not np.isnan(data.values[middle, j])}
-    unbounded = GaussianModel(bounds="none").fit(data).predict(obs)
-    pred = GaussianModel().fit(data).predict(obs)
+    unbounded = GaussianModel(bounds="none").fit(data).predict(obs, method="gaussian")
+    pred = GaussianModel().fit(data).predict(obs, method="gaussian")
     # The normal's mass beyond a bound is under 1e-9 six standard deviations in.
     far = (unbounded.mean + 6 * unbounded.std < 100) & (unbounded.mean - 6 * unbounded.std > 0)
     assert far[~pred.observed].any()
@@ -210,7 +210,7 @@ def test_observed_scores_outside_the_bounds_are_kept_and_flagged():
     data = load_dataset("bigcodebench")
     model = GaussianModel().fit(data)
     item = data.items[0]
-    pred = model.predict({item: 101.0})
+    pred = model.predict({item: 101.0}, method="gaussian")
     assert pred.mean[0, 0] == 101.0 and pred.std[0, 0] == 0  # not silently changed
     assert pred.high[0, 1:].max() <= 100
     ex = pred.extrapolation[0]
@@ -230,7 +230,7 @@ def test_typical_model_is_not_flagged():
     medians = np.nanmedian(data.values, axis=0)
     ex = GaussianModel().fit(data).predict(
         {c: float(medians[j]) for j, c in enumerate(data.items[:5])}
-    ).extrapolation[0]
+    , method="gaussian").extrapolation[0]
     assert ex == {
         "flag": False, "direction": None, "reasons": [], "strength": ex["strength"],
         "strength_percentile": ex["strength_percentile"], "items_above_training_max": 0,
@@ -246,11 +246,12 @@ def test_flag_fires_for_a_model_weaker_than_every_model_seen():
     worst = int(np.nanargmin(np.nanmean(v, axis=1)))
     items = [c for j, c in enumerate(data.items) if not np.isnan(v[worst, j])][:4]
     # The weakest training model itself is inside the range ...
-    ex = model.predict({c: float(v[worst, data.items.index(c)]) for c in items}).extrapolation[0]
+    at_worst = {c: float(v[worst, data.items.index(c)]) for c in items}
+    ex = model.predict(at_worst, method="gaussian").extrapolation[0]
     assert ex["direction"] != "weaker" and ex["items_below_training_min"] == 0
     # ... a model below every one of them on the same items is not.
     below = {c: 0.5 * float(np.nanmin(v[:, data.items.index(c)])) for c in items}
-    ex = model.predict(below).extrapolation[0]
+    ex = model.predict(below, method="gaussian").extrapolation[0]
     assert ex["flag"] and ex["direction"] == "weaker"
     assert ex["items_below_training_min"] == 4 and ex["strength_percentile"] == 0.0
     assert ex["reasons"][0] == "weaker than every model fitted on"
@@ -261,7 +262,8 @@ def test_flag_fires_for_a_model_weaker_than_every_model_seen():
 
 def test_flag_reasons_for_a_model_stronger_than_every_model_seen():
     data = load_dataset("bigcodebench")
-    ex = GaussianModel().fit(data).predict(pushed_to_top(data, 99.0)).extrapolation[0]
+    ex = GaussianModel().fit(data).predict(pushed_to_top(data, 99.0),
+                                           method="gaussian").extrapolation[0]
     assert ex["flag"] and ex["direction"] == "stronger"
     assert ex["reasons"][:2] == [
         "stronger than every model fitted on",
@@ -276,9 +278,9 @@ def test_fractions_given_for_a_percent_leaderboard_are_a_scale_mismatch():
     v = data.values
     i = int(np.argsort(np.nanmean(v, axis=1))[len(v) // 2])  # a middling model
     as_percent = {c: float(v[i, j]) for j, c in enumerate(data.items[:2])}
-    assert not model.predict(as_percent).extrapolation[0]["flag"]
+    assert not model.predict(as_percent, method="gaussian").extrapolation[0]["flag"]
     as_fraction = {c: s / 100 for c, s in as_percent.items()}
-    pred = model.predict(as_fraction)
+    pred = model.predict(as_fraction, method="gaussian")
     ex = pred.extrapolation[0]
     assert ex["flag"] and ex["scale_mismatch"] == list(as_fraction)
     first = data.items[0]
@@ -292,7 +294,8 @@ def test_fractions_given_for_a_percent_leaderboard_are_a_scale_mismatch():
     json.dumps(pred.to_dict(), allow_nan=False)
     # MT-Bench's 1-10 scale is bounded to [0, 100] but is not called percent.
     mt = load_dataset("mt_bench")
-    ex = GaussianModel().fit(mt).predict({"coding": 0.9, "math": 6.0}).extrapolation[0]
+    ex = GaussianModel().fit(mt).predict({"coding": 0.9, "math": 6.0},
+                                         method="gaussian").extrapolation[0]
     assert ex["scale_mismatch"] == ["coding"]
     assert "coding = 0.9 looks like a fraction but every training score is above 1" in (
         ex["reasons"][0]
@@ -303,14 +306,14 @@ def test_percents_given_for_a_fraction_leaderboard_are_a_scale_mismatch():
     data = load_dataset("helm_lite")
     model = GaussianModel().fit(data)
     row = {c: float(data.values[5, j]) for j, c in enumerate(data.items[:3])}
-    assert model.predict(row).extrapolation[0]["scale_mismatch"] == []
-    ex = model.predict({c: 100 * s for c, s in row.items()}).extrapolation[0]
+    assert model.predict(row, method="gaussian").extrapolation[0]["scale_mismatch"] == []
+    ex = model.predict({c: 100 * s for c, s in row.items()}, method="gaussian").extrapolation[0]
     assert ex["flag"] and ex["scale_mismatch"] == list(row)
     assert "looks like a percent but the column is in fractions" in ex["reasons"][0]
     # With bounds off, the scale is still judged from the training column.
     ex = GaussianModel(bounds="none").fit(data).predict(
         {c: 100 * s for c, s in row.items()}
-    ).extrapolation[0]
+    , method="gaussian").extrapolation[0]
     assert ex["scale_mismatch"] == list(row)
 
 
@@ -323,7 +326,8 @@ def test_extrapolation_of_many_models_and_of_an_array():
     flags = model.extrapolation(x)
     assert [f["flag"] for f in flags] == [False, True, False]
     assert flags[2]["strength"] is None and flags[2]["reasons"] == []
-    batch = model.predict(ScoreMatrix(x[:2], ["a", "b"], data.items)).extrapolation
+    batch = model.predict(ScoreMatrix(x[:2], ["a", "b"], data.items),
+                          method="gaussian").extrapolation
     assert batch == flags[:2]
     json.dumps(flags, allow_nan=False)
     with pytest.raises(ValueError, match=r"one column per fitted item \(11\); got shape"):

@@ -206,12 +206,12 @@ def test_a_flagged_model_is_calibrated_as_outside():
     model = GaussianModel().fit(load_dataset("helm_lite"))
     # GSM8K below every source model's, MMLU within: weaker on one benchmark,
     # not on average.
-    pred = model.predict({"GSM8K": 0.02, "MMLU": 0.3})
+    pred = model.predict({"GSM8K": 0.02, "MMLU": 0.3}, method="gaussian")
     ex = pred.extrapolation[0]
     assert ex["flag"] and ex["items_below_training_min"] == 1
     assert ex["strength_percentile"] > 0  # within the sources' strength range
     assert pred.calibration[0]["regime"] == "outside"
-    inside = model.predict({"GSM8K": 0.6, "MMLU": 0.6})
+    inside = model.predict({"GSM8K": 0.6, "MMLU": 0.6}, method="gaussian")
     assert not inside.extrapolation[0]["flag"]
     assert inside.calibration[0]["regime"] == "inside"
     assert pred.calibration[0]["multiplier"] > inside.calibration[0]["multiplier"]
@@ -470,7 +470,7 @@ def test_predict_moves_only_frontier_models_by_the_measured_shift():
     plain = GaussianModel(calibration="none").fit(train)
     rows = np.concatenate([split.validation, split.train[:40]])
     new = board.subset(models=rows, items=[0, 1])
-    pred, raw = model.predict(new), plain.predict(new)
+    pred, raw = model.predict(new, method="gaussian"), plain.predict(new, method="gaussian")
     at_top = np.array([c["frontier_shift"] for c in pred.calibration])
     # At the frontier by the given scores (frontier_rows against the training models).
     std = model.standardizer_

@@ -46,7 +46,7 @@ def test_errors_of_models_beyond_the_fit_are_correlated():
         + 0.3 * rng.normal(size=(400, 10))
     board = ScoreMatrix(values, [f"m{i}" for i in range(400)], [f"b{j}" for j in range(10)])
     model = GaussianModel().fit(board)
-    model.predict({"b0": 0.0})  # builds the calibrator
+    model.predict({"b0": 0.0}, method="gaussian")  # builds the calibrator
     given = np.zeros(10, bool)
     given[[0, 5]] = True
     inside, outside = model._calibrator.error_correlation(given)

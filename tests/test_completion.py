@@ -93,7 +93,7 @@ def test_gaussian_completion_is_the_conditional_mean():
     res = complete(values, "gaussian")
     # complete() gives the predictor's own std; calibration is a separate step.
     model = GaussianModel(calibration="none").fit(ScoreMatrix(values, data.models, data.items))
-    pred = model.predict(ScoreMatrix(values[:5], data.models[:5], data.items))
+    pred = model.predict(ScoreMatrix(values[:5], data.models[:5], data.items), method="gaussian")
     np.testing.assert_allclose(res.mean[:5], pred.mean, rtol=1e-9)
     np.testing.assert_allclose(res.std[:5], pred.std, rtol=1e-9)
 

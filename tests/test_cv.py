@@ -224,9 +224,9 @@ def test_predict_flags_models_outside_the_fitted_range():
     frame = data.to_frame()
     typical = {c: float(frame[c].median()) for c in ("STS15", "MassiveIntentClassification")}
     beyond = {c: float(frame[c].max()) + 0.02 for c in typical}
-    flags = model.predict(typical).extrapolation[0]
+    flags = model.predict(typical, method="gaussian").extrapolation[0]
     assert not flags["flag"] and 20 < flags["strength_percentile"] < 80
-    flags = model.predict(beyond).extrapolation[0]
+    flags = model.predict(beyond, method="gaussian").extrapolation[0]
     assert flags["flag"] and flags["items_above_training_max"] == 2
     assert flags["strength_percentile"] == 100.0
 

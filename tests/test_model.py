@@ -70,7 +70,7 @@ def test_intervals_cover_at_nominal_rate_on_gaussian_data():
     new = ScoreMatrix(given, [f"t{i}" for i in range(2000)], train.items)
     for level in (0.5, 0.9):
         for model, tol in ((exact, 0.02), (calibrated, 0.035)):
-            pred = model.predict(new, level=level)
+            pred = model.predict(new, level=level, method="gaussian")
             inside = (test[:, 3:] >= pred.low[:, 3:]) & (test[:, 3:] <= pred.high[:, 3:])
             assert inside.mean() == pytest.approx(level, abs=tol)
         # The interval is mean +- z * std.
@@ -87,8 +87,9 @@ def test_prediction_is_in_original_units_and_scale_equivariant():
     obs = {"b0": 55.0, "b2": 48.0}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        p1 = GaussianModel().fit(scores).predict(obs)
-        p100 = GaussianModel().fit(scaled).predict({k: 100 * v for k, v in obs.items()})
+        p1 = GaussianModel().fit(scores).predict(obs, method="gaussian")
+        p100 = GaussianModel().fit(scaled).predict({k: 100 * v for k, v in obs.items()},
+                                                   method="gaussian")
     np.testing.assert_allclose(p100.mean, 100 * p1.mean, rtol=1e-6)
     np.testing.assert_allclose(p100.std, 100 * p1.std, rtol=1e-6)
 
@@ -97,7 +98,7 @@ def test_observed_cells_are_returned_unchanged_and_not_listed():
     data = load_dataset("helm_lite")
     model = GaussianModel().fit(data)
     first, second = data.items[0], data.items[3]
-    pred = model.predict({first: 0.5, second: 0.6})
+    pred = model.predict({first: 0.5, second: 0.6}, method="gaussian")
     names = [r["benchmark"] for r in pred.records()]
     assert first not in names and second not in names
     assert len(names) == data.n_items - 2
@@ -120,10 +121,11 @@ def test_predict_many_models_matches_one_at_a_time():
     new_vals = rng.normal(50, 10, size=(5, 8))
     new_vals[rng.random(new_vals.shape) < 0.6] = np.nan
     new_vals[:, 0] = 50.0
-    batch = model.predict(ScoreMatrix(new_vals, [f"n{i}" for i in range(5)], scores.items))
+    batch = model.predict(ScoreMatrix(new_vals, [f"n{i}" for i in range(5)], scores.items),
+                          method="gaussian")
     for i in range(5):
         one = {scores.items[j]: new_vals[i, j] for j in np.flatnonzero(~np.isnan(new_vals[i]))}
-        single = model.predict(one)
+        single = model.predict(one, method="gaussian")
         np.testing.assert_allclose(batch.mean[i], single.mean[0], rtol=1e-12)
         np.testing.assert_allclose(batch.std[i], single.std[0], rtol=1e-12)
 
@@ -132,14 +134,14 @@ def test_conditional_covariance_diagonal_matches_predicted_std():
     model = GaussianModel().fit(load_dataset("wildbench"))
     given = list(model.items_[:3])
     names, cov = model.conditional_covariance(given)
-    pred = model.predict({g: 50.0 for g in given})
+    pred = model.predict({g: 50.0 for g in given}, method="gaussian")
     idx = [pred.items.index(nm) for nm in names]
     # The predicted std is the conditional one times the calibration multiplier.
     multiplier = pred.calibration[0]["multiplier"]
     assert pred.calibration[0]["method"] == "conformal" and multiplier > 0
     np.testing.assert_allclose(np.sqrt(np.diag(cov)) * multiplier, pred.std[0, idx], rtol=1e-10)
     raw = GaussianModel(calibration="none").fit(load_dataset("wildbench"))
-    pred = raw.predict({g: 50.0 for g in given})
+    pred = raw.predict({g: 50.0 for g in given}, method="gaussian")
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), pred.std[0, idx], rtol=1e-10)
     assert np.linalg.eigvalsh(cov).min() > -1e-9
 

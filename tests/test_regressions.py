@@ -63,11 +63,11 @@ def test_inputs_naming_dropped_columns_are_ignored_with_a_warning():
         model = GaussianModel().fit(dropped_matrix())
     assert model.dropped_items_ == ["c", "d"]
     with pytest.warns(DataWarning, match="ignoring 'd' in the observed scores"):
-        pred = model.predict({"a": 0.1, "d": 5.0})
+        pred = model.predict({"a": 0.1, "d": 5.0}, method="gaussian")
     assert pred.items == ["a", "b"]
     new = ScoreMatrix([[0.1, np.nan, np.nan, 5.0]], ["new"], ["a", "b", "c", "d"])
     with pytest.warns(DataWarning, match="ignoring 'c', 'd'"):
-        assert model.predict(new).records()[0]["benchmark"] == "b"
+        assert model.predict(new, method="gaussian").records()[0]["benchmark"] == "b"
     with pytest.warns(DataWarning, match="in the costs"):
         sel = model.select(objective="mi", costs={"a": 1, "b": 1, "c": 1, "d": 1}, budget=1)
     assert len(sel.items) == 1
@@ -118,7 +118,7 @@ def test_huge_scores_do_not_become_nan():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(30, 3)) * 1e160
     model = GaussianModel().fit(ScoreMatrix(x, [f"m{i}" for i in range(30)], ["a", "b", "c"]))
-    pred = model.predict({"a": 1e160})
+    pred = model.predict({"a": 1e160}, method="gaussian")
     assert np.all(np.isfinite(pred.mean)) and np.all(np.isfinite(pred.std))
 
 
@@ -173,7 +173,8 @@ def test_logit_transform_still_flags_scores_above_the_training_max():
     data = load_dataset("mteb")
     top = {c: float(np.nanmax(data.to_frame()[c])) + 0.001 for c in data.items[:3]}
     for transform in ("none", "logit"):
-        flags = GaussianModel(transform=transform).fit(data).predict(top).extrapolation[0]
+        model = GaussianModel(transform=transform).fit(data)
+        flags = model.predict(top, method="gaussian").extrapolation[0]
         assert flags["flag"] and flags["items_above_training_max"] == 3
 
 

@@ -30,7 +30,7 @@ def test_logit_round_trip_and_untouched_columns():
 def test_logit_predictions_stay_in_range_and_intervals_are_ordered():
     data = load_dataset("helm_lite")
     model = GaussianModel(transform="logit").fit(data)
-    pred = model.predict({"GSM8K": 0.9, "MMLU": 0.8})
+    pred = model.predict({"GSM8K": 0.9, "MMLU": 0.8}, method="gaussian")
     top = np.nanmax(data.values, axis=0)
     for r in pred.records():
         j = data.items.index(r["benchmark"])

@@ -47,6 +47,9 @@ _EXPORTS = {
     "plan_benchmarks": "plan",
     "plan_mixed": "plan",
     "plan_questions": "plan",
+    "Observations": "observations",
+    "observe": "observations",
+    "as_scores": "sources",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

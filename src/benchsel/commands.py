@@ -21,13 +21,15 @@ import numpy as np
 
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .gaussian import GaussianModel
-from .io import parse_observed, read_costs, read_model_order, write_text_atomic
-from .lmeval import is_lm_eval_path, parse_per_task, read_lm_eval, write_samples
-from .matrix import DataWarning, ScoreMatrix
+from .io import read_costs, read_model_order, write_text_atomic
+from .lmeval import parse_per_task, write_samples
+from .matrix import ScoreMatrix
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, INPUT_FORMATS
+from .observations import as_items, observe, observe_benchmarks, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
 from .progress import Progress
 from .selection.greedy import describe_certificate
+from .sources import TaskSources, as_scores, is_lm_eval_data, question_items, task_sources
 
 
 # ------------------------------------------------------------------ helpers
@@ -50,7 +52,7 @@ def _item_names(text: str | None, items) -> list[str]:
             if name in known:
                 break
         else:
-            name, j = _as_items([pieces[i]], items)[0], i + 1
+            name, j = as_items([pieces[i]], items)[0], i + 1
         out.append(name)
         i = j
     return out
@@ -61,7 +63,7 @@ def _costs(args, items) -> dict[str, float] | None:
     if not args.costs:
         return None
     costs = read_costs(args.costs)
-    return dict(zip(_as_items(list(costs), items), costs.values()))
+    return dict(zip(as_items(list(costs), items), costs.values()))
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
@@ -117,47 +119,21 @@ def _read_options(args) -> dict:
 
 def _load(args):
     """The DATA argument as a score matrix: a file, a bundled name, or lm-eval output."""
-    if _is_lm_eval(args.data):
-        runs = read_lm_eval(args.data)
-        task = getattr(args, "lm_eval_task", None)
+    metric = parse_per_task(getattr(args, "lm_eval_metric", None), "--lm-eval-metric")
+    filt = parse_per_task(getattr(args, "lm_eval_filter", None), "--lm-eval-filter")
+    task = getattr(args, "lm_eval_task", None)
+    if is_lm_eval_data(args.data):
         if task:
             if "," in task:
                 raise ValueError(f"--lm-eval-task {task!r}: this command reads one task; "
                                  "'benchsel plan --level questions' takes several")
-            return _task_questions(runs, task, args)
-        return runs.leaderboard(metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
-                                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
-    if getattr(args, "lm_eval_task", None) and not str(args.data).lower().endswith(".npz"):
+            return task_sources(args.data, task, metric=metric, filter=filt,
+                                fan_out=_fan_out(args)).scores[task]
+        return as_scores(args.data, metric=metric, filter=filt)
+    if task and not str(args.data).lower().endswith(".npz"):
         raise ValueError(f"--lm-eval-task needs DATA to be a folder of lm-eval runs; "
                          f"{args.data} is not one")
     return resolve_data(args.data, **_read_options(args))
-
-
-def _is_lm_eval(data) -> bool:
-    return bundled_path(data) is None and is_lm_eval_path(data)
-
-
-def _task_questions(runs, task: str, args):
-    """Complete runs of ``task`` as models x questions; partial runs are named and left out."""
-    runs.check_tasks([task])
-    complete = runs.complete_models(task)
-    partial = [m for (m, t), r in runs.runs.items()
-               if t == task and r.partial and (m, t) not in runs.full_runs]
-    if partial:
-        warnings.warn(
-            f"{runs.source}: left out {len(partial)} partial run(s) of {task!r} (fewer "
-            f"documents than the task has; observations for 'predict --plan', not source "
-            f"models): {', '.join(partial)}", DataWarning, stacklevel=2)
-    if not complete:
-        raise ValueError(f"{runs.source}: no model ran every question of {task!r} with "
-                         "--log_samples; a question-level source needs full runs")
-    metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
-    filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
-    # Logs are read in parallel with --jobs, or on the cluster of --dask.
-    return runs.questions(task, models=complete,
-                          metric=metric.get(task) if isinstance(metric, dict) else metric,
-                          filter=filt.get(task) if isinstance(filt, dict) else filt,
-                          **_fan_out(args))
 
 
 def _fit(args, scores) -> GaussianModel:
@@ -173,12 +149,13 @@ def cmd_datasets(args) -> int:
         scores = load_dataset(info.name)
         m, n = scores.shape
         observed = round(100 * scores.observed_fraction, 1)
-        rows.append([info.name, f"{m} x {n}", f"{observed}%", info.source])
+        rows.append([info.name, f"{m} x {n}", f"{observed}%", info.kind, info.source])
         payload.append(
-            {"name": info.name, "models": m, "items": n, "observed_percent": observed,
-             "source": info.source}
+            {"name": info.name, "kind": info.kind, "models": m, "items": n,
+             "observed_percent": observed, "source": info.source}
         )
-    _emit(args, {"datasets": payload}, _table(["name", "shape", "observed", "source"], rows))
+    _emit(args, {"datasets": payload},
+          _table(["name", "shape", "observed", "kind", "source"], rows))
     return 0
 
 
@@ -322,8 +299,8 @@ def _prediction(args, scores: ScoreMatrix | None = None):
         # its scores on every other model.
         scores = scores.transpose()
     model = _fit(args, scores)
-    observed = _observed_benchmarks(args.observed, model.items_)
-    pred = model.predict(observed, level=args.level, method=args.method or "auto")
+    observed = observe_benchmarks(args.observed, model.items_)
+    pred = model.predict(observed, level=args.level, method=args.method)
     if dual and pred.models == ["new model"]:
         pred = dataclasses.replace(pred, models=["new benchmark"])
     return pred, "benchmarks"
@@ -344,20 +321,8 @@ def _predict_from_plan(args):
     if plan.level != "benchmarks" and args.method is not None:
         raise UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
                           "plan predicts with the methods it was made with")
-    if plan.level == "benchmarks":
-        observed = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
-        return (plan.predict_benchmarks(observed, level=args.level, method=args.method or "auto"),
-                "benchmarks")
-    questions = _observed_questions(plan, args.observed)
-    if plan.level == "questions":
-        return plan.predict_questions(questions, level=args.level), "questions"
-    full = None
-    if any(not r.partial and r.scores for r in read_lm_eval(args.observed).runs.values()):
-        with warnings.catch_warnings():
-            # The sampled tasks' runs are partial by design.
-            warnings.filterwarnings("ignore", ".*partial run", DataWarning)
-            full = _observed_benchmarks(args.observed, plan.benchmarks.source.items)
-    return plan.predict_mixed(full, questions, level=args.level), "mixed"
+    return plan.predict(observe(plan, args.observed), coverage=args.level,
+                        method=args.method), plan.level
 
 
 def _refuse_fit_options(args, message: str) -> None:
@@ -367,116 +332,6 @@ def _refuse_fit_options(args, message: str) -> None:
                                  ("--calibration", args.calibration, "conformal")):
         if value != default:
             raise UsageError(message.format(flag=flag))
-
-
-def _observed_benchmarks(specs: list[str], items):
-    """``--observed`` for benchmark-level prediction: pairs, a file, or lm-eval output.
-
-    A bare task name stands for the model's one ``<task>/<metric>,<filter>``
-    column. lm-eval output is read with the metric and filter the model's
-    columns name; scores of tasks the model does not cover are left out with
-    a warning.
-    """
-    if len(specs) == 1 and not _is_lm_eval_output(specs[0]):
-        observed = parse_observed(specs[0])
-        if isinstance(observed, dict):
-            return dict(zip(_as_items(list(observed), items), observed.values()))
-        return observed._replace(items=_as_items(list(observed.items), items))
-    for spec in specs:
-        if not _is_lm_eval_output(spec):
-            raise ValueError(f"--observed {spec}: several --observed values must all be "
-                             "lm-eval output (folders, results_<date>.json, sample logs)")
-    metric, filt = {}, {}
-    for item in items:
-        task, _, key = item.partition("/")
-        if "," in key:
-            metric[task], filt[task] = key.split(",", 1)
-    board = read_lm_eval(specs).leaderboard(metric=metric, filter=filt)
-    renamed = _as_items(list(board.items), items)
-    known = set(items)
-    extra = [c for c in renamed if c not in known]
-    if len(extra) == len(renamed):
-        raise ValueError(
-            f"--observed {' '.join(specs)}: none of its scores ({', '.join(extra)}) is a "
-            f"benchmark of the model; its benchmarks are {_short_names(items)}")
-    if extra:
-        warnings.warn(f"--observed: ignoring scores of {', '.join(extra)}: not benchmarks of "
-                      "the model", DataWarning, stacklevel=2)
-        board = board.subset(items=[j for j, c in enumerate(renamed) if c in known])
-        renamed = [c for c in renamed if c in known]
-    if len(set(renamed)) != len(renamed):
-        raise ValueError(f"--observed: two lm-eval scores map to the same benchmark "
-                         f"({', '.join(board.items)}); choose one with --lm-eval-metric")
-    return board._replace(items=renamed)
-
-
-def _short_names(items, limit: int = 20) -> str:
-    items = list(items)
-    return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)"
-                                       if len(items) > limit else "")
-
-
-def _task_columns(items) -> dict[str, list[str]]:
-    """Task -> its ``<task>/...`` columns (lm-eval leaderboards)."""
-    out: dict[str, list[str]] = {}
-    for item in items:
-        if "/" in item:
-            out.setdefault(item.split("/", 1)[0], []).append(item)
-    return out
-
-
-def _as_items(names: list[str], items) -> list[str]:
-    """``names`` with each unknown one that is a task (or ``task/...``) of exactly one item
-    renamed to that item."""
-    known, by_task = set(items), _task_columns(items)
-    out = []
-    for name in names:
-        task = name.split("/", 1)[0]
-        if name not in known and len(by_task.get(task, ())) == 1:
-            name = by_task[task][0]
-        elif name not in known and task in known:
-            name = task  # a leaderboard named by bare tasks, lm-eval columns observed
-        out.append(name)
-    return out
-
-
-def _is_lm_eval_output(spec: str) -> bool:
-    path = Path(spec)
-    if is_lm_eval_path(path):
-        return True
-    if path.is_file() and path.suffix.lower() == ".json":
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return False
-        return isinstance(obj, dict) and isinstance(obj.get("results"), dict)
-    return False
-
-
-def _observed_questions(plan, specs: list[str]) -> dict:
-    """model -> task -> {doc_id: score} of the plan's tasks, from lm-eval output."""
-    from .lmeval import read_sample_scores
-
-    for spec in specs:
-        if not _is_lm_eval_output(spec):
-            raise ValueError(
-                f"--observed {spec}: a question-level plan needs lm-eval output of the new "
-                "model (its --output_path folder, results_<date>.json or samples_*.jsonl)")
-    runs = read_lm_eval(specs)
-    out: dict = {}
-    for (model, task), run in runs.runs.items():
-        if task not in plan.tasks:
-            continue
-        if run.samples_file is None:
-            raise ValueError(f"{run.results_file}: no sample log of {task!r} beside it; run "
-                             "lm-eval with --log_samples")
-        part = plan.tasks[task]
-        out.setdefault(model, {})[task] = read_sample_scores(run, metric=part.metric,
-                                                             filter=part.filter)
-    if not out:
-        raise ValueError(f"{runs.source}: no run of the plan's tasks "
-                         f"({', '.join(plan.tasks)}); tasks found: {', '.join(runs.tasks)}")
-    return out
 
 
 def _prediction_csv(pred) -> str:
@@ -540,24 +395,25 @@ def cmd_plan(args) -> int:
         if args.n is not None and args.total is not None:
             raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
+        if args.level == "mixed" and not is_lm_eval_data(args.data):
+            raise UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
+                              "runs give the leaderboard, sample logs the questions)")
         with _workers(args):
-            sources, metrics, filters = _question_sources(args)
+            sources = _question_sources(args)
         questions = dict(n=None if args.total is not None else (args.n or "50"),
                          total=args.total, method=args.method, seed=args.seed,
-                         metrics=metrics, filters=filters, command=command)
+                         metric=sources.metrics, filter=sources.filters, command=command)
         if args.level == "questions":
-            plan = plan_questions(sources, **questions)
+            plan = plan_questions(sources.scores, **questions)
         else:
-            if not _is_lm_eval(args.data):
-                raise UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
-                                  "runs give the leaderboard, sample logs the questions)")
-            board = read_lm_eval(args.data).leaderboard(
-                metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
-                filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
+            board = as_scores(args.data,
+                              metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                              filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"))
             costs = _costs(args, board.items)
-            columns = {t: f"{t}/{metrics[t]},{filters[t]}" for t in sources}
+            columns = {t: f"{t}/{sources.metrics[t]},{sources.filters[t]}"
+                       for t in sources.scores}
             plan = plan_mixed(
-                board, sources, columns, args.k, objective=args.objective,
+                board, sources.scores, columns, args.k, objective=args.objective,
                 include=_item_names(args.include, board.items),
                 exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
                 target_residual=args.target_residual, covariance=args.covariance,
@@ -591,33 +447,19 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _question_sources(args):
-    """(task -> models x questions, task -> metric, task -> filter) for a question-level plan."""
-    if _is_lm_eval(args.data):
-        tasks = _names(args.lm_eval_task)
+def _question_sources(args) -> TaskSources:
+    """The per-question sources of a question-level or mixed plan."""
+    tasks = _names(args.lm_eval_task)
+    if is_lm_eval_data(args.data):
         if not tasks:
             raise UsageError("--lm-eval-task T1,T2,... names the tasks to plan (DATA is a folder "
                               "of lm-eval runs)")
-        runs = read_lm_eval(args.data)
-        runs.check_tasks(tasks)
-        metric = parse_per_task(args.lm_eval_metric, "--lm-eval-metric")
-        filt = parse_per_task(args.lm_eval_filter, "--lm-eval-filter")
-        sources, metrics, filters = {}, {}, {}
-        for task in tasks:
-            sources[task] = _task_questions(runs, task, args)
-            run = runs.run(runs.complete_models(task)[0], task)
-            primary_metric, _, primary_filter = (run.primary or ",").partition(",")
-            metrics[task] = (metric.get(task) if isinstance(metric, dict) else metric) \
-                or primary_metric or None
-            filters[task] = (filt.get(task) if isinstance(filt, dict) else filt) \
-                or primary_filter or None
-        return sources, metrics, filters
-    task = args.lm_eval_task
-    if task and "," in task:
+    elif len(tasks) > 1:
         raise UsageError(f"{args.data} holds one task's questions; --lm-eval-task names one task")
-    scores = resolve_data(args.data, **_read_options(args)).cleaned()
-    task, scores = _question_items(scores, task, args.data)
-    return {task: scores}, None, None
+    return task_sources(args.data, tasks or None,
+                        metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
+                        filter=parse_per_task(args.lm_eval_filter, "--lm-eval-filter"),
+                        fan_out=_fan_out(args), **_read_options(args))
 
 
 def cmd_spectrum(args) -> int:
@@ -709,7 +551,7 @@ def cmd_budget(args) -> int:
     questions = None
     if args.questions:
         counts = read_costs(args.questions)
-        questions = dict(zip(_as_items(list(counts), model.items_), counts.values()))
+        questions = dict(zip(as_items(list(counts), model.items_), counts.values()))
     result = question_budget(model, selected, fraction=args.fraction, questions=questions,
                              total=args.total)
     payload = result.to_dict()
@@ -854,14 +696,14 @@ def _compare_from_plan(args):
     model = plan.benchmarks.model()
     if not args.observed:
         raise UsageError("compare --plan needs --observed: the two models' results")
-    runs = _observed_benchmarks(args.observed, model.items_)
-    if not isinstance(runs, ScoreMatrix) or runs.n_models < 2:
+    runs = observe_benchmarks(args.observed, model.items_)
+    if runs.n_models < 2:
         raise ValueError("compare needs the results of two models in --observed (a CSV of two "
                          "rows, an lm-eval folder of two runs, or --observed twice)")
     names = _names(args.models) if args.models else list(runs.models)
     if len(names) != 2 or not set(names) <= set(runs.models):
         raise UsageError(f"--observed holds {len(runs.models)} models "
-                          f"({_short_names(list(runs.models), 10)}); name two with --models A,B")
+                          f"({short_names(list(runs.models), 10)}); name two with --models A,B")
     observed = []
     for name in names:
         row = runs.values[runs.models.index(name)]
@@ -1105,30 +947,6 @@ def cmd_diagnose(args) -> int:
     return 0
 
 
-def _question_items(scores: ScoreMatrix, task: str | None, data) -> tuple[str, ScoreMatrix]:
-    """(task, matrix with items named ``task/<doc_id>``) of a per-question matrix.
-
-    Matrices read from lm-eval logs already name their items so; any other
-    file's columns are doc ids when they are whole numbers, else positions
-    0, 1, ... (with a warning) of ``task`` (default: the file's stem).
-    """
-    tails = [item.rpartition("/") for item in scores.items]
-    heads = {head for head, _, _ in tails}
-    if len(heads) == 1 and all(tail.isdigit() for _, _, tail in tails) and "" not in heads:
-        read_task = heads.pop()
-        if task is not None and task != read_task:
-            raise ValueError(f"{data}: the questions are of task {read_task!r}, not {task!r}")
-        return read_task, scores
-    task = task or Path(str(data)).stem
-    if all(item.isdigit() for item in scores.items):
-        return task, scores._replace(items=[f"{task}/{int(item)}" for item in scores.items])
-    if list(scores.items) != [f"item_{j}" for j in range(scores.n_items)]:  # unnamed NPZ
-        warnings.warn(f"{data}: columns are not doc ids (whole numbers); taking column "
-                      f"positions 0..{scores.n_items - 1} as the doc ids of {task!r}",
-                      DataWarning, stacklevel=2)
-    return task, scores._replace(items=[f"{task}/{j}" for j in range(scores.n_items)])
-
-
 def cmd_coreset(args) -> int:
     from .coreset.evaluate import resolve_n
     from .coreset.methods import make_method
@@ -1148,7 +966,7 @@ def cmd_coreset(args) -> int:
                "n": n, "dataset": str(args.data), "indices": chosen, "selected": names}
     if args.emit_lm_eval_samples:
         task, path = args.emit_lm_eval_samples
-        task, named = _question_items(scores, task, args.data)
+        task, named = question_items(scores, task, args.data)
         docs = [int(named.items[j].rpartition("/")[2]) for j in chosen]
         payload["lm_eval_samples"] = write_samples(path, {task: docs}, protect=_inputs(args))
     text = (f"{len(chosen)} of {scores.n_items} questions by {payload['method']}:\n"

@@ -24,6 +24,9 @@ SCORINGS = ("default", "paper")
 #: Completion methods (:data:`benchsel.prediction.COMPLETERS`).
 COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
                       "gaussian+svd", "gp", "auto")
+#: The benchmark-level predictor of ``predict``, ``Plan.predict`` and
+#: ``GaussianModel.predict``: one default for the library and the CLI.
+DEFAULT_PREDICTOR = "auto"
 #: Question-level methods (:data:`benchsel.coreset.methods.METHODS`).
 CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-learn", "aipw",
                    "gaussian-greedy", "gaussian-dr", "guarded-ensemble", "random-search-learn",

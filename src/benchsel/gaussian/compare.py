@@ -79,7 +79,8 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     from scipy.special import ndtr, ndtri
 
     x = np.vstack([model._rows(observed_a)[1], model._rows(observed_b)[1]])
-    pred = model.predict(ScoreMatrix(x, list(names), list(model.items_)), level=level)
+    pred = model.predict(ScoreMatrix(x, list(names), list(model.items_)), level=level,
+                         method="gaussian")  # the joint of A and B is the Gaussian's
     a, b = 0, 1
     rho = 0.0
     cal = pred.calibration

@@ -130,6 +130,9 @@ class Prediction:
         With ``method="auto"``, per model, the method that won the
         cross-validation on the training models for its observed items
         (:meth:`benchsel.prediction.MethodChoice.to_dict`).
+    item_kind : str
+        What the items are: ``benchmark`` or, for a question-level plan's
+        prediction, ``task`` (the index name of :meth:`to_frame`).
     """
 
     models: list[str]
@@ -144,6 +147,30 @@ class Prediction:
     extrapolation: list = field(default_factory=list)
     calibration: list = field(default_factory=list)
     choices: list = field(default_factory=list)
+    item_kind: str = "benchmark"
+
+    def to_frame(self):
+        """Every cell as a :class:`pandas.DataFrame`.
+
+        Columns ``mean, std, low, high, observed`` (an observed cell holds the
+        given score with std 0); index the items (named :attr:`item_kind`),
+        or ``(model, item)`` when several models were predicted.
+        """
+        import pandas as pd
+
+        rows, index = [], []
+        for i, model in enumerate(self.models):
+            for j, item in enumerate(self.items):
+                rows.append((float(self.mean[i, j]), float(self.std[i, j]),
+                             float(self.low[i, j]), float(self.high[i, j]),
+                             bool(self.observed[i, j])))
+                index.append((model, item))
+        columns = ["mean", "std", "low", "high", "observed"]
+        if len(self.models) == 1:
+            idx = pd.Index([item for _, item in index], name=self.item_kind)
+        else:
+            idx = pd.MultiIndex.from_tuples(index, names=["model", self.item_kind])
+        return pd.DataFrame(rows, index=idx, columns=columns)
 
     def records(self, row: int = 0, *, include_observed: bool = False) -> list[dict]:
         """One dict per predicted (unobserved) item of model ``row``.
@@ -594,7 +621,7 @@ class GaussianModel:
             f"got {type(observed).__name__}"
         )
 
-    def predict(self, observed, *, level: float = 0.9, method: str = "gaussian",
+    def predict(self, observed, *, level: float = 0.9, method: str | None = None,
                 observed_std: np.ndarray | None = None) -> Prediction:
         """Predict every unobserved item of one or more new models.
 
@@ -605,8 +632,10 @@ class GaussianModel:
             known to the model are an error listing the valid names.
         level : float in (0, 1), default 0.9
             Coverage of the central interval ``[low, high]``.
-        method : str, default "gaussian"
-            ``gaussian``: this model's conditional distribution. ``auto``:
+        method : str, optional
+            Default :data:`benchsel.names.DEFAULT_PREDICTOR` (``auto``), as
+            ``benchsel predict``. ``gaussian``: this model's conditional
+            distribution. ``auto``:
             per pattern of observed items, the method that predicts the
             training models' other items best from the same items
             (:func:`benchsel.prediction.choose_completer`; the Gaussian
@@ -634,6 +663,7 @@ class GaussianModel:
         self._check_fitted()
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
+        method = names.DEFAULT_PREDICTOR if method is None else method
         models, x = self._rows(observed)
         std, transform = self.standardizer_, self.transform_
         if method == "auto" and (observed_std is not None or transform.name != "none"):

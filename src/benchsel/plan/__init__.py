@@ -32,6 +32,7 @@ import numpy as np
 
 from ..io import write_json_atomic
 from ..matrix import DataWarning, ScoreMatrix, _short_list
+from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._format import FORMAT, FORMAT_VERSION, decode_array, encode_array, fingerprint
 from ._format import read_plan_json as _read_plan_json
 from .allocation import MIN_PER_TASK, allocate_questions, error_curve
@@ -161,12 +162,12 @@ def _benchmark_check(model, selected: list[str]) -> np.ndarray:
     with warnings.catch_warnings():
         # Source models without the selected scores are part of the check.
         warnings.filterwarnings("ignore", "'.*no observed score", DataWarning)
-        mean = model.predict(observed).mean
+        mean = model.predict(observed, method="gaussian").mean
     return np.where(np.isnan(mean), 0.0, mean)
 
 
 def plan_benchmarks(
-    scores: ScoreMatrix,
+    data,
     k: int | None = None,
     *,
     objective: str = "mi",
@@ -181,11 +182,25 @@ def plan_benchmarks(
 ) -> Plan:
     """Fit the Gaussian model, select benchmarks and record both in a plan.
 
-    Parameters are those of :meth:`benchsel.gaussian.GaussianModel.select`;
-    ``model_options`` go to :class:`~benchsel.gaussian.GaussianModel`.
+    Parameters
+    ----------
+    data : ScoreMatrix, DataFrame, path or bundled dataset name
+        The source leaderboard (see :func:`benchsel.sources.as_scores`).
+    k, objective, include, exclude, costs, budget, target_residual, seed
+        As in :meth:`benchsel.gaussian.GaussianModel.select`.
+    command : str, optional
+        Recorded in the plan: the command line that made it.
+    model_options
+        :class:`~benchsel.gaussian.GaussianModel` parameters.
+
+    Returns
+    -------
+    Plan
+        ``plan.run_in_full`` lists the benchmarks to run.
     """
     from ..gaussian import GaussianModel
 
+    scores = as_scores(data)
     model = GaussianModel(**model_options).fit(scores)
     sel = model.select(k, objective=objective, include=include, exclude=exclude, costs=costs,
                        budget=budget, target_residual=target_residual, seed=seed)
@@ -370,24 +385,30 @@ def _doc_id(item: str, task: str) -> int:
 
 
 def plan_questions(
-    tasks: Mapping[str, ScoreMatrix],
+    data,
+    tasks: Sequence[str] | str | None = None,
     *,
     n: int | str | Mapping[str, int | str] | None = None,
     total: int | None = None,
     method: str = "default",
     seed: int = 0,
-    metrics: Mapping[str, str | None] | None = None,
-    filters: Mapping[str, str | None] | None = None,
+    metric=None,
+    filter=None,  # noqa: A002 - lm-eval's own word
+    fan_out: Mapping | None = None,
     command: str | None = None,
 ) -> Plan:
     """Choose questions of one or more tasks and record the fitted methods in a plan.
 
     Parameters
     ----------
-    tasks : mapping task -> ScoreMatrix
-        Source models' complete per-question scores of each task, items
-        named ``"<task>/<doc_id>"`` (as :meth:`benchsel.lmeval.LmEvalRuns.questions`
-        builds them).
+    data : mapping task -> scores, folder of lm-eval runs, or one task's matrix
+        Source models' complete per-question scores
+        (:func:`benchsel.sources.task_sources`): a mapping of each task's
+        models x questions, a folder of lm-eval runs with sample logs (name
+        the ``tasks``), or one task's matrix (a bundled per-question set,
+        an NPZ/CSV file, a ScoreMatrix or DataFrame; columns are doc ids).
+    tasks : str or sequence of str, optional
+        Which tasks of lm-eval output to plan; the name of one task's matrix.
     n : int, str or mapping task -> int or str, optional
         Questions per task: a count, a percentage such as ``"5%"``, or one
         per task. Exactly one of ``n`` and ``total``.
@@ -398,19 +419,32 @@ def plan_questions(
         Question-level method (see :func:`benchsel.coreset.methods.make_method`).
     seed : int, default 0
         Task ``i`` (in the given order) uses seed ``seed + i``.
-    metrics, filters : mapping task -> str, optional
-        Recorded with each task: which per-sample score the plan is about.
+    metric, filter : str or mapping task -> str, optional
+        Which per-sample score each task is about (lm-eval output: default
+        the task's primary metric); recorded in the plan.
+    fan_out : mapping, optional
+        ``n_jobs``/``backend`` to read sample logs in parallel.
+    command : str, optional
+        Recorded in the plan.
+
+    Returns
+    -------
+    Plan
+        ``plan.questions`` maps each task to the doc ids to run.
     """
-    parts = _task_parts(tasks, n=n, total=total, method=method, seed=seed, metrics=metrics,
-                        filters=filters)
+    sources = task_sources(data, tasks, metric=metric, filter=filter, fan_out=fan_out)
+    parts = _task_parts(sources, n=n, total=total, method=method, seed=seed)
     return Plan(level="questions", tasks=parts, seed=seed, command=command,
                 allocation="total" if total is not None else "per-task",
-                source_description=", ".join(sorted({str(s.source) for s in tasks.values()})))
+                source_description=", ".join(sorted({str(s.source)
+                                                     for s in sources.scores.values()})))
 
 
-def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
+def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
     from ..coreset.evaluate import resolve_n
     from ..coreset.methods import DEFAULT_METHOD
+
+    tasks, metrics, filters = sources.scores, sources.metrics, sources.filters
 
     if not tasks:
         raise ValueError("a question-level plan needs at least one task")
@@ -460,17 +494,18 @@ def _task_parts(tasks, *, n, total, method, seed, metrics, filters) -> dict:
 
 
 def plan_mixed(
-    board: ScoreMatrix,
-    tasks: Mapping[str, ScoreMatrix],
-    columns: Mapping[str, str],
+    data,
+    tasks,
+    columns: Mapping[str, str] | None = None,
     k: int | None = None,
     *,
     n=None,
     total: int | None = None,
     method: str = "default",
     seed: int = 0,
-    metrics=None,
-    filters=None,
+    metric=None,
+    filter=None,  # noqa: A002 - lm-eval's own word
+    fan_out: Mapping | None = None,
     command: str | None = None,
     **select_and_model_options,
 ) -> Plan:
@@ -485,16 +520,19 @@ def plan_mixed(
 
     Parameters
     ----------
-    board : ScoreMatrix
-        The leaderboard of full-task scores.
-    tasks : mapping task -> ScoreMatrix
-        Per-question source scores (see :func:`plan_questions`).
-    columns : mapping task -> str
-        The leaderboard column of each task's score (the mean of its
-        per-question scores).
+    data : folder of lm-eval runs, or the leaderboard (any form of :func:`as_scores`)
+        A folder of lm-eval runs gives both: full runs the leaderboard,
+        sample logs the questions of ``tasks`` (a list of names), and the
+        columns follow from the metrics.
+    tasks : sequence of str, or mapping task -> per-question scores
+        With a leaderboard: each task's source models x questions (see
+        :func:`plan_questions`).
+    columns : mapping task -> str, optional
+        With a leaderboard: its column of each task's score (the mean of
+        its per-question scores).
     k : int, optional
         Benchmarks to run in full, besides the question-level tasks.
-    n, total, method, metrics, filters
+    n, total, method, metric, filter, fan_out
         As in :func:`plan_questions`.
     select_and_model_options
         ``objective``, ``include`` (benchmarks to run in full), ``exclude``,
@@ -503,20 +541,31 @@ def plan_mixed(
     """
     if select_and_model_options.get("transform", "none") != "none":
         raise ValueError("a mixed plan conditions on sampled task scores with their standard "
-                         "errors, which works on raw scores only: use no --transform")
-    missing = [t for t in tasks if columns.get(t) not in board.items]
+                         "errors, which works on raw scores only: use no transform")
+    if isinstance(tasks, Mapping):
+        if columns is None:
+            raise ValueError("give the leaderboard column of each task (columns={task: "
+                             "column})")
+        board = as_scores(data)
+        sources = task_sources(tasks, metric=metric, filter=filter)
+    else:
+        if columns is not None:
+            raise ValueError("columns are read from lm-eval output; give them only with a "
+                             "leaderboard and a mapping of task matrices")
+        board, sources, columns = mixed_sources(data, tasks, metric=metric, filter=filter,
+                                                fan_out=fan_out)
+    missing = [t for t in sources.scores if columns.get(t) not in board.items]
     if missing:
         raise ValueError(f"task(s) {_short_list(missing)} have no column in the leaderboard; "
                          f"columns are {_short_list(board.items, limit=30)}")
-    sampled = [columns[t] for t in tasks]
+    sampled = [columns[t] for t in sources.scores]
     include = sampled + [b for b in select_and_model_options.pop("include", ()) if b not in sampled]
     bench = plan_benchmarks(board, None if k is None else k + len(sampled), include=include,
                             seed=seed, **select_and_model_options).benchmarks
-    parts = _task_parts(tasks, n=n, total=total, method=method, seed=seed, metrics=metrics,
-                        filters=filters)
+    parts = _task_parts(sources, n=n, total=total, method=method, seed=seed)
     return Plan(level="mixed", benchmarks=bench, tasks=parts, seed=seed, command=command,
                 allocation="total" if total is not None else "per-task",
-                columns={t: columns[t] for t in tasks}, source_description=board.source)
+                columns={t: columns[t] for t in sources.scores}, source_description=board.source)
 
 
 # ----------------------------------------------------------------------- plan
@@ -570,6 +619,11 @@ class Plan:
             return []
         sampled = set(self.columns.values())
         return [b for b in self.benchmarks.selected if b not in sampled]
+
+    @property
+    def questions(self) -> dict[str, list[int]]:
+        """``{task: sorted doc ids}`` to run (empty for a benchmark-level plan)."""
+        return self.lm_eval_samples()
 
     def lm_eval_samples(self) -> dict[str, list[int]]:
         """``{task: sorted doc ids}``: lm-eval's ``--samples`` for a question-level plan."""
@@ -644,7 +698,45 @@ class Plan:
             benchsel_version=str(obj.get("benchsel_version")), created=str(obj.get("created")))
 
     # -------------------------------------------------------------- predict
-    def predict_benchmarks(self, observed, *, level: float = 0.9, method: str = "gaussian"):
+    def predict(self, observations, *, coverage: float = 0.9, method: str | None = None):
+        """Predict what new model(s) were not run on, for every kind of plan.
+
+        Parameters
+        ----------
+        observations : Observations, or anything :func:`benchsel.observe` reads
+            The new model's results: an lm-eval output folder, a mapping
+            ``{benchmark: score}`` or ``{task: {doc_id: score}}``, a file...
+        coverage : float in (0, 1), default 0.9
+            Coverage of the central interval ``[low, high]``.
+        method : str, optional
+            Benchmark-level plans: the predictor (default
+            :data:`benchsel.names.DEFAULT_PREDICTOR`, as ``benchsel predict``).
+            Question-level and mixed plans predict with the methods they were
+            made with.
+
+        Returns
+        -------
+        benchsel.gaussian.Prediction
+            ``.to_frame()``: one row per benchmark (or task), columns
+            ``mean, std, low, high, observed``; ``.to_dict()``: the JSON of
+            ``benchsel predict --json``.
+        """
+        from ..observations import Observations, observe
+
+        obs = observations if isinstance(observations, Observations) else \
+            observe(self, observations)
+        if self.level == "benchmarks":
+            if obs.benchmarks is None:
+                raise ValueError("no benchmark score of any new model was given")
+            return self.predict_benchmarks(obs.benchmarks, level=coverage, method=method)
+        if method is not None:
+            raise ValueError(f"method applies to benchmark-level prediction; a {self.level} "
+                             "plan predicts with the methods it was made with")
+        if self.level == "questions":
+            return self.predict_questions(obs.questions, level=coverage)
+        return self.predict_mixed(obs.benchmarks, obs.questions, level=coverage)
+
+    def predict_benchmarks(self, observed, *, level: float = 0.9, method: str | None = None):
         """Predict the unrun benchmarks of new model(s) (see ``GaussianModel.predict``)."""
         if self.level != "benchmarks":
             raise ValueError(f"this is a {self.level}-level plan: give per-question results "
@@ -775,7 +867,7 @@ class Plan:
         # at them: an estimate past a bound (a model-based one can be) keeps an
         # interval of positive width instead of collapsing onto the bound.
         mean = np.clip(mean, low_bound, high_bound)
-        return Prediction(models=models, items=tasks, mean=mean,
+        return Prediction(models=models, items=tasks, mean=mean, item_kind="task",
                           std=std, low=np.clip(mean - half, low_bound, high_bound),
                           high=np.clip(mean + half, low_bound, high_bound), observed=full,
                           level=float(level), method=self._method_label(),

@@ -1,0 +1,153 @@
+"""The workflow API: the library gives the command line's numbers, from any data form.
+
+docs/python-api.md is run here as a doctest; the lm-eval cases use files the
+real harness wrote (the ``lm_eval_runs`` fixture of tests/conftest.py).
+"""
+
+import doctest
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import benchsel
+from benchsel.cli import main
+from benchsel.names import DEFAULT_PREDICTOR
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def cli_json(capsys, *argv):
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def assert_same_predictions(got: dict, want: dict, tol: float = 1e-9):
+    assert got["method"] == want["method"]
+    rows = {r["benchmark"]: r for r in got["predictions"]}
+    assert set(rows) == {r["benchmark"] for r in want["predictions"]}
+    for row in want["predictions"]:
+        for key in ("mean", "std", "low", "high"):
+            assert rows[row["benchmark"]][key] == pytest.approx(row[key], abs=tol), key
+
+
+def test_the_python_api_page_runs_as_written():
+    result = doctest.testfile(str(DOCS / "python-api.md"), module_relative=False,
+                              optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 10 and result.failed == 0
+
+
+def test_benchmark_plan_predicts_in_python_what_the_cli_prints(tmp_path, capsys):
+    path = tmp_path / "plan.json"
+    cli_json(capsys, "plan", "helm_lite", "-k", 3, "--exclude", "Mean win rate", "-o", path,
+             "--json")
+    observed = {"MedQA": 0.61, "GSM8K": 0.72, "OpenbookQA": 0.9}
+    spec = ",".join(f"{k}={v}" for k, v in observed.items())
+    printed = cli_json(capsys, "predict", "--plan", path, "--observed", spec, "--json")
+    plan = benchsel.plan_benchmarks("helm_lite", k=3, exclude=["Mean win rate"])
+    assert plan.run_in_full == benchsel.load_plan(path).run_in_full
+    pred = plan.predict(observed)
+    assert pred.method == printed["method"] == DEFAULT_PREDICTOR
+    assert_same_predictions(pred.to_dict(), printed)
+    # predict DATA --observed (no plan) fits the same model with the same default.
+    direct = cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json")
+    assert_same_predictions(direct, printed)
+    frame = pred.to_frame()
+    assert list(frame.columns) == ["mean", "std", "low", "high", "observed"]
+    assert frame.index.name == "benchmark" and frame.loc["MedQA", "observed"]
+    assert frame.loc["MMLU", "mean"] == pytest.approx(
+        next(r["mean"] for r in printed["predictions"] if r["benchmark"] == "MMLU"), abs=1e-12)
+
+
+def test_every_data_form_gives_the_same_plan(tmp_path):
+    board = benchsel.load_dataset("wildbench")
+    frame = board.to_frame()
+    csv = tmp_path / "board.csv"
+    frame.to_csv(csv)
+    plans = [benchsel.plan_benchmarks(data, k=3) for data in
+             ("wildbench", board, frame, frame.reset_index(), csv)]
+    assert all(p.run_in_full == plans[0].run_in_full for p in plans)
+    checks = [p.benchmarks.check for p in plans]
+    for check in checks[1:]:
+        np.testing.assert_allclose(check, checks[0], rtol=1e-12)
+
+
+def test_a_dataframe_with_a_word_in_it_is_refused_by_column_and_row():
+    frame = benchsel.load_dataset("helm_lite").to_frame()
+    frame = frame.astype(object)
+    frame.loc["Cohere Command", "MATH"] = "n/a"
+    with pytest.raises(ValueError, match="column 'MATH', row 'Cohere Command': 'n/a' is not a"):
+        benchsel.plan_benchmarks(frame, k=2)
+    with pytest.raises(TypeError, match="a ScoreMatrix, a pandas DataFrame, a path"):
+        benchsel.plan_benchmarks(np.zeros((4, 4)), k=2)
+
+
+def test_question_plan_from_a_bundled_set_and_its_answers(tmp_path):
+    data = benchsel.load_dataset("glue_rte")
+    plan = benchsel.plan_questions(data.subset(models=range(80)), n=30, seed=1)
+    docs = plan.questions["glue_rte"]
+    assert len(docs) == 30 and docs == sorted(docs)
+    assert benchsel.plan_questions("glue_rte", n=30, seed=1).tasks["glue_rte"].n == 30
+    frame = data.to_frame()
+    answers = {m: {"glue_rte": {d: frame.loc[m, f"glue_rte/{d}"] for d in docs}}
+               for m in data.models[80:]}
+    pred = plan.predict(answers)
+    assert pred.item_kind == "task" and pred.models == list(data.models[80:])
+    table = pred.to_frame()
+    assert table.index.names == ["model", "task"] and len(table) == 7
+    # One model's answers as {task: {doc_id: score}} is that model's row.
+    one = plan.predict(answers[data.models[80]])
+    assert one.mean[0, 0] == pytest.approx(pred.mean[0, 0], abs=1e-12)
+    bad = {"glue_rte": {**answers[data.models[80]]["glue_rte"], docs[0]: True}}
+    with pytest.raises(ValueError, match=f"glue_rte: the score of doc {docs[0]} is True"):
+        plan.predict(bad)
+    with pytest.raises(ValueError, match="method applies to benchmark-level prediction"):
+        plan.predict(answers, method="gaussian")
+
+
+def test_lm_eval_plans_in_python_equal_the_cli(lm_eval_runs, tmp_path, capsys):
+    from lmeval.run import run_lm_eval
+
+    runs = lm_eval_runs.runs
+    path = tmp_path / "q.json"
+    cli_json(capsys, "plan", runs, "--level", "questions", "--lm-eval-task", "bs_mc_a,bs_gen",
+             "-n", 12, "-o", path, "--json")
+    plan = benchsel.plan_questions(runs, tasks=["bs_mc_a", "bs_gen"], n=12)
+    assert plan.questions == benchsel.load_plan(path).questions
+    samples = tmp_path / "samples.json"
+    benchsel.write_samples(samples, plan.questions)
+    new = tmp_path / "new"
+    run_lm_eval(lm_eval_runs.tasks, new, {"pretrained": "new-model", "skill": 0.7},
+                ["bs_mc_a", "bs_gen"], samples=samples)
+    printed = cli_json(capsys, "predict", "--plan", path, "--observed", new, "--json")
+    observations = benchsel.observe(plan, new)
+    assert observations.models == ["new-model"]
+    got = plan.predict(observations).to_dict()
+    assert_same_predictions(got, printed)
+
+    mixed = tmp_path / "m.json"
+    cli_json(capsys, "plan", runs, "--level", "mixed", "-k", 1, "--lm-eval-task", "bs_mc_a",
+             "--lm-eval-filter", "bs_gen=flex", "-n", 10, "-o", mixed, "--json")
+    plan = benchsel.plan_mixed(runs, ["bs_mc_a"], k=1, n=10, filter={"bs_gen": "flex"})
+    assert plan.run_in_full == benchsel.load_plan(mixed).run_in_full
+    assert plan.questions == benchsel.load_plan(mixed).questions
+    benchsel.write_samples(samples, plan.questions)
+    both = tmp_path / "both"
+    run_lm_eval(lm_eval_runs.tasks, both, {"pretrained": "m", "skill": 0.9},
+                ["bs_gen", "bs_mc_a"], samples=samples)
+    printed = cli_json(capsys, "predict", "--plan", mixed, "--observed", both, "--json")
+    assert_same_predictions(plan.predict(both).to_dict(), printed)
+
+
+def test_observe_matches_bare_task_names_and_refuses_what_is_not_a_score():
+    plan = benchsel.plan_benchmarks("helm_lite", k=2)
+    obs = benchsel.observe(plan, {"MMLU": 0.7, "GSM8K": 0.6})
+    assert obs.benchmarks.models == ("new model",) and obs.benchmarks.items == ("MMLU", "GSM8K")
+    with pytest.raises(ValueError, match="value 'high' for 'MMLU' is not a finite number"):
+        benchsel.observe(plan, {"MMLU": "high"})
+    with pytest.raises(ValueError, match="a mapping of mappings is per-question scores"):
+        benchsel.observe(plan, {"MMLU": {1: 1.0}})
+    frame = pd.DataFrame({"MMLU": [0.7, 0.5]}, index=["a", "b"])
+    assert benchsel.observe(plan, frame).benchmarks.models == ("a", "b")
