@@ -57,7 +57,7 @@ def main(argv=None) -> None:
                 continue
             start = time.perf_counter()
             try:
-                opts = dict(objectives=("mi",), k_max=k_top, seed=args.seed)
+                opts = dict(objectives=("mi",), k_max=k_top, seed=args.seed, predictor="gaussian")
                 if protocol == "cv":
                     opts["n_jobs"] = args.jobs
                 result = run(scores, **opts)

@@ -44,7 +44,7 @@ def folds_table() -> None:
     print("|---|---|---|" + "---|" * 12)
     for name in ("merged", "mteb"):
         res = cross_validate(benchsel.load_dataset(name), covariance="paper", scoring="paper",
-                             splitter="paper", seed=42)
+                             splitter="paper", seed=42, predictor="gaussian")
         for o in OBJ:
             theirs, ours = np.array(published[name][o]), res.r2[o]
             gap = np.nanmax(np.abs(theirs - ours))
@@ -68,7 +68,8 @@ def cv_table(seeds: int) -> None:
             at5 = {o: [] for o in OBJ}
             gaps = []
             for seed in range(seeds):
-                res = cross_validate(data, covariance=cov, seed=seed, scoring=scoring)
+                res = cross_validate(data, covariance=cov, seed=seed, scoring=scoring,
+                                     predictor="gaussian")
                 for o in OBJ:
                     at5[o].append(res.row(o, 5).r2_mean)
                 gaps.append(min(res.row("mi", k).r2_mean - res.row("random", k).r2_mean
@@ -85,7 +86,7 @@ def curve_table() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in ("mteb", "merged"):
         for cov in ESTIMATORS:
-            res = cross_validate(benchsel.load_dataset(name), covariance=cov)
+            res = cross_validate(benchsel.load_dataset(name), covariance=cov, predictor="gaussian")
             for o in OBJ:
                 ks = " | ".join(f"{res.row(o, k).r2_mean:.3f}" for k in (1, 3, 5, 10, 15))
                 print(f"| {name} | {cov} | {o} | {ks} | {res.row(o, 5).interval_coverage:.3f} |")
@@ -98,7 +99,7 @@ def holdout_table() -> None:
     print("|---|---|---|")
     data = benchsel.load_dataset("mteb")
     for p in (0.1, 0.2, 0.5, 0.9):
-        res = cross_validate(data, objectives=("entropy",), holdout=p)
+        res = cross_validate(data, objectives=("entropy",), holdout=p, predictor="gaussian")
         at5, at15 = res.row("entropy", 5).r2_mean, res.row("entropy", 15).r2_mean
         print(f"| {p} | {at5:.3f} | {at15:.3f} |")
     print()
@@ -124,7 +125,7 @@ def extrapolation_table() -> None:
     print("|---|---|---|---|---|")
     for name in ("mteb", "merged"):
         for cov in ESTIMATORS:
-            res = extrapolate(benchsel.load_dataset(name), covariance=cov)
+            res = extrapolate(benchsel.load_dataset(name), covariance=cov, predictor="gaussian")
             mi, rnd = res.row("mi", 5), res.row("random", 5)
             print(f"| {name} | {cov} | {mi.r2_mean:.3f} | {rnd.r2_mean:.3f} | "
                   f"{mi.interval_coverage:.3f} |")

@@ -1,19 +1,30 @@
-"""Wall time of short ``benchsel`` commands, as a user runs them (a fresh process each).
+"""Wall time of ``benchsel`` commands, as a user runs them (a fresh process each).
 
-Prints the median and the fastest of ``--repeat`` runs of ``--version``,
+Part one: the median and the fastest of ``--repeat`` runs of ``--version``,
 ``--help``, ``select -k 5`` on bundled boards and ``datasets``.
 
-    python benchmarks/startup.py [--repeat 7]
+Part two (``--predict``): on every bundled leaderboard, the default
+predictor (``auto``) against ``select -k 3`` on the same board (k = 2 on a
+board of three): ``plan -k 3`` (which makes auto's decisions for the selection and stores
+them), ``predict --plan`` from that plan, and ``predict DATA --observed``
+with the same scores, first with an empty cache of auto's decisions
+(``BENCHSEL_CACHE_DIR``, a fresh temporary folder) and then again. The
+observed scores are each planned benchmark's median over the board.
+
+    python benchmarks/startup.py [--repeat 7] [--predict] [--boards mteb,merged]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 COMMANDS = (
     ["--version"],
@@ -26,22 +37,73 @@ COMMANDS = (
 )
 
 
+def _launcher() -> list[str]:
+    # The installed console script, as a user types it; else the module.
+    return [shutil.which("benchsel")] if shutil.which("benchsel") else \
+        [sys.executable, "-m", "benchsel"]
+
+
+def _seconds(argv: list[str], env=None) -> float:
+    start = time.perf_counter()
+    subprocess.run(_launcher() + argv, capture_output=True, check=True, env=env)
+    return time.perf_counter() - start
+
+
+def startup(repeat: int) -> None:
+    print(f"{'command':<36}{'median s':>10}{'best s':>9}")
+    for command in COMMANDS:
+        times = [_seconds(command) for _ in range(repeat)]
+        print(f"{'benchsel ' + ' '.join(command):<36}{statistics.median(times):>10.2f}"
+              f"{min(times):>9.2f}")
+
+
+def predict_times(boards: list[str]) -> None:
+    import json
+
+    import benchsel
+
+    print("\n| board | select s | plan s | predict --plan s (x select) | predict, cold cache s "
+          "(x select) | predict, warm cache s (x select) |")
+    print("|---|---|---|---|---|---|")
+    work = Path(tempfile.mkdtemp(prefix="benchsel-startup-"))
+    for board in boards:
+        frame = benchsel.load_dataset(board).to_frame()
+        if frame.shape[1] < 2:
+            print(f"| {board} | one benchmark: nothing to predict | | | | |")
+            continue
+        k = str(min(3, frame.shape[1] - 1))
+        env = dict(os.environ, BENCHSEL_CACHE_DIR=str(work / f"cache-{board}"))
+        select = _seconds(["select", board, "-k", k], env)
+        plan = work / f"{board}.json"
+        planning = _seconds(["plan", board, "-k", k, "-o", str(plan)], env)
+        chosen = json.loads(plan.read_text())["benchmarks"]["selection"]["selected"]
+        observed = work / f"{board}-observed.json"
+        observed.write_text(json.dumps({b: float(frame[b].median()) for b in chosen}))
+        from_plan = _seconds(["predict", "--plan", str(plan), "--observed", str(observed)], env)
+        cold = _seconds(["predict", board, "--observed", str(observed)], env)
+        warm = _seconds(["predict", board, "--observed", str(observed)], env)
+        print(f"| {board} | {select:.2f} | {planning:.2f} | {from_plan:.2f} "
+              f"({from_plan / select:.1f}) | {cold:.2f} ({cold / select:.1f}) | {warm:.2f} "
+              f"({warm / select:.1f}) |", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--predict", action="store_true",
+                        help="time the default predictor against select on every board")
+    parser.add_argument("--boards", help="comma-separated boards for --predict (default: "
+                        "every bundled leaderboard)")
     args = parser.parse_args()
-    # The installed console script, as a user types it; else the module.
-    launcher = [shutil.which("benchsel")] if shutil.which("benchsel") else \
-        [sys.executable, "-m", "benchsel"]
-    print(f"{'command':<36}{'median s':>10}{'best s':>9}")
-    for command in COMMANDS:
-        times = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            subprocess.run(launcher + command, capture_output=True, check=True)
-            times.append(time.perf_counter() - start)
-        print(f"{'benchsel ' + ' '.join(command):<36}{statistics.median(times):>10.2f}"
-              f"{min(times):>9.2f}")
+    if args.predict:
+        from benchsel.datasets import list_datasets
+
+        boards = args.boards.split(",") if args.boards else \
+            [d.name for d in list_datasets("leaderboard")]
+        predict_times(boards)
+    else:
+        startup(args.repeat)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Tests never read or write the user's cache of auto's decisions
+# (benchsel.prediction.memo); tests of the cache point it at a temporary folder.
+os.environ["BENCHSEL_CACHE_DIR"] = "off"
+
 # Profiles of the property tests (tests/test_properties.py), chosen with
 # --hypothesis-profile: ci (the default), medium, big (over 10,000 cases in all).
 for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2500)):

@@ -271,7 +271,8 @@ def test_calibration_widens_intervals_for_models_beyond_the_fit():
     # Fit on the weakest half, predict the strongest 30%: the linear
     # Gaussian misses the bend, and its own variances cover about half.
     rows = [r for seed in (7, 8) for r in
-            extrapolate(_bent_board(0.15, seed), objectives=("mi",), k_max=3).rows]
+            extrapolate(_bent_board(0.15, seed), objectives=("mi",), k_max=3,
+                        predictor="gaussian").rows]
     raw = np.mean([r.uncalibrated_coverage for r in rows])
     calibrated = np.mean([r.interval_coverage for r in rows])
     assert raw < 0.7
@@ -284,7 +285,7 @@ def test_calibration_widens_intervals_for_models_beyond_the_fit():
 def test_cv_without_calibration_reports_raw_coverage_twice():
     values = _gaussian_scores(60, seed=8)
     scores = ScoreMatrix(values, [f"m{i}" for i in range(60)], [f"b{j}" for j in range(8)])
-    result = extrapolate(scores, objectives=("mi",), k_max=2, calibrate=False)
+    result = extrapolate(scores, objectives=("mi",), k_max=2, calibrate=False, predictor="gaussian")
     for row in result.rows:
         assert row.interval_coverage == row.uncalibrated_coverage
 

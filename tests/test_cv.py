@@ -12,6 +12,7 @@ from benchsel import ScoreMatrix, load_dataset
 from benchsel.cli import main
 from benchsel.evaluation import (
     cross_validate,
+    frontier,
     gaussian_entropy,
     gaussian_mutual_information,
     interval_coverage,
@@ -19,7 +20,8 @@ from benchsel.evaluation import (
     nogueira_stability,
     r2_against_zero,
 )
-from benchsel.splits import paper_kfold
+from benchsel.names import DEFAULT_PREDICTOR
+from benchsel.splits import frontier_split, paper_kfold
 
 
 def low_rank_scores(m, n, rng, missing=0.0, noise=0.3):
@@ -109,13 +111,14 @@ def test_no_leakage_selection_depends_only_on_training_models():
     (covariance and standardization come from the training models only), but changes R^2."""
     rng = np.random.default_rng(2)
     scores = low_rank_scores(60, 12, rng, missing=0.2)
-    base = cross_validate(scores, objectives=("mi",), k_max=4, folds=5, seed=7)
+    base = cross_validate(scores, objectives=("mi",), k_max=4, folds=5, seed=7,
+                          predictor="gaussian")
     fold0 = kfold_with_holdout(60, 5, 0.1, seed=7)[0]
     changed = scores.values.copy()
     changed[fold0.validation] += rng.normal(0, 30, size=changed[fold0.validation].shape)
     other = cross_validate(
         ScoreMatrix(changed, scores.models, scores.items), objectives=("mi",), k_max=4,
-        folds=5, seed=7,
+        folds=5, seed=7, predictor="gaussian",
     )
     assert base.orders["mi"][0] == other.orders["mi"][0]
     assert base.r2["mi"][0, 3] != pytest.approx(other.r2["mi"][0, 3])
@@ -126,7 +129,8 @@ def test_cv_r2_matches_a_hand_computed_fold():
     EM-free pairwise covariance on complete data, ridge 1e-2 solve, clipping."""
     rng = np.random.default_rng(3)
     scores = low_rank_scores(40, 6, rng)
-    res = cross_validate(scores, objectives=("entropy",), k_max=2, folds=4, seed=5)
+    res = cross_validate(scores, objectives=("entropy",), k_max=2, folds=4, seed=5,
+                         predictor="gaussian")
     fold = kfold_with_holdout(40, 4, 0.1, seed=5)[0]
     x = scores.values
     mu = x[fold.train].mean(axis=0)
@@ -147,8 +151,8 @@ def test_cv_r2_matches_a_hand_computed_fold():
 def test_cv_on_low_rank_data_is_accurate_and_calibrated():
     rng = np.random.default_rng(4)
     scores = low_rank_scores(300, 15, rng, missing=0.1, noise=0.2)
-    res = cross_validate(scores, k_max=5, folds=5, covariance="em")
-    shrunk = cross_validate(scores, k_max=5, folds=5, covariance="em-shrink")
+    res = cross_validate(scores, k_max=5, folds=5, covariance="em", predictor="gaussian")
+    shrunk = cross_validate(scores, k_max=5, folds=5, covariance="em-shrink", predictor="gaussian")
     for obj in ("mi", "entropy", "random"):
         row = res.row(obj, 5)
         assert row.r2_mean > 0.85
@@ -164,15 +168,16 @@ def test_cv_on_low_rank_data_is_accurate_and_calibrated():
 
 def test_parallel_folds_give_identical_results():
     scores = load_dataset("helm_lite")
-    serial = cross_validate(scores, k_max=3, folds=5, n_jobs=1)
-    parallel = cross_validate(scores, k_max=3, folds=5, n_jobs=2)
+    serial = cross_validate(scores, k_max=3, folds=5, n_jobs=1, predictor="gaussian")
+    parallel = cross_validate(scores, k_max=3, folds=5, n_jobs=2, predictor="gaussian")
     for obj in ("mi", "entropy", "random"):
         np.testing.assert_allclose(serial.r2[obj], parallel.r2[obj], rtol=1e-12)
         assert serial.orders[obj] == parallel.orders[obj]
 
 
 def test_cli_evaluate_json_schema(capsys):
-    code = main(["evaluate", "helm_lite", "--folds", "5", "--k-max", "3", "--json"])
+    code = main(["evaluate", "helm_lite", "--folds", "5", "--k-max", "3", "--predictor",
+                 "gaussian", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["protocol"] == "cv" and out["folds"] == 5 and out["holdout"] == 0.1
@@ -205,7 +210,7 @@ def test_extrapolate_evaluates_strong_models_with_weak_ones_fitted():
     from benchsel.evaluation import extrapolate
 
     scores = load_dataset("mteb")
-    res = extrapolate(scores, objectives=("mi", "random"), k_max=3)
+    res = extrapolate(scores, objectives=("mi", "random"), k_max=3, predictor="gaussian")
     assert res.protocol == "extrapolation" and res.folds == 1
     row = res.row("mi", 3)
     assert np.isnan(row.r2_std) and np.isnan(row.stability)
@@ -305,7 +310,8 @@ def test_paper_scoring_drops_validation_models_with_no_selected_item():
     scores = ScoreMatrix(x, [f"m{i}" for i in range(20)], ["b0", "b1"])
     # "paper" predicts a model with nothing observed by the observed training mean, 0
     # (EM's fitted mean would not be exactly 0).
-    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="paper")
+    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="paper",
+              predictor="gaussian")
     default = cross_validate(scores, **kw).r2["mi"][:, 0]
     paper = cross_validate(scores, scoring="paper", **kw).r2["mi"][:, 0]
     assert cross_validate(scores, scoring="paper", **kw).orders == cross_validate(
@@ -337,7 +343,8 @@ def test_paper_scoring_scores_columns_too_sparse_to_model():
     x[val[0], 2] = 50.2
     x[val[1], 2] = 49.9
     scores = ScoreMatrix(x, [f"m{i}" for i in range(20)], ["b0", "b1", "b2"])
-    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="em")
+    kw = dict(objectives=("mi",), k_max=1, folds=2, seed=0, covariance="em",
+              predictor="gaussian")
     default = cross_validate(scores, **kw)
     paper = cross_validate(scores, scoring="paper", **kw)
     assert default.orders == paper.orders
@@ -359,7 +366,7 @@ def test_scoring_argument_errors(capsys):
     assert main(["evaluate", "helm_lite", "--protocol", "oracle", "--scoring", "paper"]) != 0
     assert "--scoring is not supported by the oracle protocol" in capsys.readouterr().err
     assert main(["evaluate", "helm_lite", "--folds", "3", "--k-max", "2", "--scoring",
-                 "paper", "--json"]) == 0
+                 "paper", "--predictor", "gaussian", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["scoring"] == "paper" and len(out["results"]) == 6
 
@@ -401,7 +408,7 @@ def test_paper_splitter_draws_random_orders_as_the_published_code():
     rng = np.random.default_rng(5)
     scores = low_rank_scores(40, 8, rng)
     res = cross_validate(scores, objectives=("random",), k_max=8, seed=3, splitter="paper",
-                         calibrate=False)
+                         calibrate=False, predictor="gaussian")
     for f, order in enumerate(res.orders["random"]):
         perm = np.random.default_rng((3 + 7, f, 1000)).permutation(8)
         assert order == [scores.items[j] for j in perm[:7]]  # k stops one short of all
@@ -415,7 +422,8 @@ def test_table4_mi_reproduces_the_published_code_fold_by_fold(name):
     """Smola (2026), Table 4, MI: the published run's R^2 in every fold (seed 42)."""
     published = np.array(json.loads(PUBLISHED.read_text())["r2"][name]["mi"])[:, :6]
     res = cross_validate(load_dataset(name), objectives=("mi",), k_max=6, covariance="paper",
-                         scoring="paper", splitter="paper", seed=42, calibrate=False)
+                         scoring="paper", splitter="paper", seed=42, calibrate=False,
+                         predictor="gaussian")
     np.testing.assert_allclose(res.r2["mi"], published, atol=1e-9)
     at5 = {"merged": 0.515, "mteb": 0.762}[name]
     assert res.row("mi", 5).r2_mean == pytest.approx(at5, abs=5e-4)
@@ -423,7 +431,7 @@ def test_table4_mi_reproduces_the_published_code_fold_by_fold(name):
 
 def test_cli_splitter_paper_and_its_protocol_check(capsys):
     code = main(["evaluate", "helm_lite", "--folds", "5", "--k-max", "2", "--objectives", "mi",
-                 "--splitter", "paper", "--json", "--quiet"])
+                 "--splitter", "paper", "--predictor", "gaussian", "--json", "--quiet"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["splitter"] == "paper" and len(out["fold_r2"]["mi"]) == 5
@@ -473,9 +481,8 @@ def test_frontier_gives_models_without_the_selected_scores_the_unknown_width():
     # have none of it. They are predicted as the mean and covered 16% with
     # the selected pattern's multiplier; the width of a model beyond every
     # source (unknown_calibration) is what `predict` gives them.
-    from benchsel.evaluation import frontier
 
-    res = frontier(load_dataset("merged"), objectives=("random",), k_max=1)
+    res = frontier(load_dataset("merged"), objectives=("random",), k_max=1, predictor="gaussian")
     row = res.row("random", 1)
     assert 0.85 <= row.interval_coverage and row.interval_coverage > row.uncalibrated_coverage
     assert res.to_dict()["protocol"] == "frontier"
@@ -486,9 +493,43 @@ def test_cli_evaluate_frontier(capsys):
                  "--objectives", "mi", "--json", "--quiet"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
+    # What `predict` uses is what is scored, and the JSON says so.
+    assert out["predictor"] == DEFAULT_PREDICTOR == "auto"
     assert out["protocol"] == "frontier" and out["folds"] == 1
     assert out["holdout"] is None and out["splitter"] is None
     assert [r["k"] for r in out["results"]] == [1, 2]
     assert main(["evaluate", "helm_lite", "--protocol", "frontier", "--k-max", "1",
                  "--objectives", "mi", "--quiet"]) == 0
     assert "fit on every model but the strongest 10% (at least 5)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("predictor", ["auto", "svd"])
+def test_a_split_scores_exactly_what_predict_returns(predictor):
+    """The frontier protocol with a shipped predictor is GaussianModel().fit(sources)
+    .predict(targets' selected scores) -- the object `predict` uses, with its defaults --
+    scored: R^2 and coverage recomputed here from that prediction agree to 1e-12."""
+    from benchsel import GaussianModel
+    from benchsel.gaussian.covariance import fit_standardizer
+
+    board = load_dataset("bigcodebench").cleaned()
+    res = frontier(board, objectives=("mi",), k_max=3, predictor=predictor)
+    split = frontier_split(board.values, 0.1, 5)
+    sources, targets = board.subset(models=split.train), board.subset(models=split.validation)
+    model = GaussianModel().fit(sources)
+    std = fit_standardizer(sources.values, "auto")
+    cols = np.flatnonzero(~std.constant)
+    for k in (1, 2, 3):
+        chosen = res.orders["mi"][0][:k]
+        pred = model.predict(targets.subset(items=[board.items.index(c) for c in chosen]),
+                             method=predictor)
+        assert [board.items.index(i) for i in pred.items] == list(range(board.n_items))
+        z = lambda a: std.transform(a[:, cols], cols)  # noqa: E731
+        truth = np.clip(z(targets.values), -10, 10)
+        scored = ~np.isnan(truth)
+        scored[:, [list(cols).index(board.items.index(c)) for c in chosen]] = False
+        y = truth[scored]
+        r2 = r2_against_zero(y, np.clip(z(pred.mean), -10, 10)[scored])
+        inside = (z(pred.low)[scored] <= y) & (y <= z(pred.high)[scored])
+        row = res.row("mi", k)
+        assert row.r2_mean == pytest.approx(r2, abs=1e-12)
+        assert row.interval_coverage == pytest.approx(inside.mean(), abs=1e-12)

@@ -8,7 +8,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, RationalQuadratic, 
 import benchsel
 from benchsel.calibration import unknown_calibration
 from benchsel.evaluation import cross_validate, extrapolate
-from benchsel.evaluation.cv import _by_completion
+from benchsel.evaluation.cv import _shipped_model, _shipped_scores
 from benchsel.gaussian.covariance import fit_standardizer
 from benchsel.prediction import complete
 from benchsel.prediction import gp as residual_gp
@@ -167,22 +167,25 @@ def _first_fold(name):
 def test_cv_predictions_never_see_the_validation_models_other_scores():
     values, fold, std, cols = _first_fold("helm_lite")
     sel = np.array([0, 3])
-    excess = np.linspace(-1, 1, len(fold.validation))  # both regimes
-    before = _by_completion(values, fold, cols, sel, "gp", std, 0.9, excess)
+    model = _shipped_model(values[fold.train], "auto", "none", True)
+    scored = ~np.isnan(values[np.ix_(fold.validation, cols)])
+    scored[:, sel] = False
+    before = _shipped_scores(model, values[fold.validation], cols, sel, std, 10.0, 0.9, "gp",
+                             scored)
     changed = values.copy()
     rest = np.setdiff1d(np.arange(values.shape[1]), cols[sel])
     changed[np.ix_(fold.validation, rest)] = 1e3  # nonsense nobody may read
-    after = _by_completion(changed, fold, cols, sel, "gp", std, 0.9, excess)
-    np.testing.assert_array_equal(before[0], after[0])
-    np.testing.assert_array_equal(before[1], after[1])
-    assert before[3] == "gp"
+    after = _shipped_scores(model, changed[fold.validation], cols, sel, std, 10.0, 0.9, "gp",
+                            scored)
+    np.testing.assert_array_equal(before[0], after[0])  # the same predictions
+    assert before[3] == "gp" and after[1] == 0.0  # scored against the nonsense: all miss
 
 
 def test_cv_with_gp_beats_the_gaussian_on_curved_scores():
     scores = benchsel.ScoreMatrix(_curved(seed=5), models=[f"m{i}" for i in range(240)],
                                   items=[f"b{j}" for j in range(6)])
     kw = dict(objectives=("mi",), k_max=2, folds=4, calibrate=False)
-    gauss = cross_validate(scores, **kw)
+    gauss = cross_validate(scores, **kw, predictor="gaussian")
     gp = cross_validate(scores, predictor="gp", **kw)
     assert gp.predictor == "gp" and gp.choices["mi"][0][:2] == ["gp", "gp"]
     assert gp.row("mi", 1).r2_mean > gauss.row("mi", 1).r2_mean + 0.2
@@ -276,53 +279,39 @@ def test_completion_predictions_are_scored_in_the_targets_clipped_frame():
     # must be too, or a method that predicts them well looks bad (0.79 vs
     # the Gaussian's 0.98 at k = 1 before).
     data = benchsel.load_dataset("alpaca_eval")
-    gauss = extrapolate(data, objectives=("mi",), k_max=2, calibrate=False)
+    gauss = extrapolate(data, objectives=("mi",), k_max=2, calibrate=False, predictor="gaussian")
     em = extrapolate(data, objectives=("mi",), k_max=2, predictor="gaussian-em", calibrate=False)
     for k in (1, 2):
         assert em.row("mi", k).r2_mean > gauss.row("mi", k).r2_mean - 0.02
 
 
-def test_cv_auto_predicts_each_validation_model_with_its_regimes_choice():
-    from benchsel.prediction.completion import choose_completer, complete_new_rows
-
-    values, fold, std, cols = _first_fold("bigcodebench")
-    sel = np.array([0, 5])
-    excess = np.where(np.arange(len(fold.validation)) % 2 == 0, 0.0, 1.0)  # both regimes
-    mu, sd, factor, label = _by_completion(values, fold, cols, sel, "auto", std, 0.9, excess)
-    given = np.zeros(values.shape[1], dtype=bool)
-    given[cols[sel]] = True
-    train = values[fold.train]
-    new = np.where(given, values[fold.validation], np.nan)
-    inside = choose_completer(train, given=given).method
-    beyond = choose_completer(train, given=given, split="strength").method
-    assert label == (inside if inside == beyond else f"{inside} (outside: {beyond})")
-    for method, rows in ((inside, excess == 0), (beyond, excess > 0)):
-        if method == "gaussian":  # the protocol's Gaussian stands: NaN here
-            assert np.isnan(mu[rows]).all()
-            continue
-        res = complete_new_rows(train, new[rows], method)
-        np.testing.assert_allclose(mu[rows], std.transform(res.mean[:, cols], cols), rtol=1e-9)
-    assert np.all(factor > 0)
-
-
-def test_cv_gives_validation_models_without_a_selected_score_the_column_means():
+def test_a_model_with_no_selected_score_gets_the_column_means_and_the_widest_intervals():
+    """As in the evaluation protocols: a validation model lacking every selected item."""
     values, fold, std, cols = _first_fold("merged")
     val = values[np.ix_(fold.validation, cols)]
     # An item some validation models have and others lack.
     j = int(np.flatnonzero(np.isnan(val).any(axis=0) & ~np.isnan(val).all(axis=0))[0])
-    sel = np.array([j])
     blank = np.isnan(val[:, j])
     unknown = unknown_calibration(values[fold.train], 0.9).inside
     assert unknown > 1
+    train = values[fold.train]
+    # Unbounded, so that the point is the distribution's centre, not a median cut at 0 or 1.
+    model = benchsel.GaussianModel(bounds="none").fit(benchsel.ScoreMatrix(
+        train, [f"m{i}" for i in range(len(train))], [str(c) for c in range(train.shape[1])]))
+    x = benchsel.ScoreMatrix(val[:, [j]], [f"v{i}" for i in range(len(val))], [str(cols[j])])
+    means = np.nanmean(values[fold.train], axis=0)
     for predictor in ("auto", "gp", "svd"):
-        mu, sd, factor, _ = _by_completion(values, fold, cols, sel, predictor, std, 0.9,
-                                           np.zeros(len(fold.validation)))
-        means = std.transform(np.nanmean(values[fold.train], axis=0)[cols][None], cols)[0]
-        np.testing.assert_allclose(mu[blank], np.broadcast_to(means, mu[blank].shape),
-                                   atol=1e-12)
+        with pytest.warns(benchsel.DataWarning, match="no observed score"):
+            pred = model.predict(x, method=predictor)
+        given = [c for c, name in enumerate(pred.items) if name != str(cols[j])]
+        np.testing.assert_allclose(pred.mean[np.ix_(blank, given)],
+                                   np.broadcast_to(means[[int(pred.items[c]) for c in given]],
+                                                   (blank.sum(), len(given))), atol=1e-9)
         # Nothing says where such a model lies: intervals for one beyond the range.
-        assert np.all(factor[blank] == unknown)
-        assert not np.allclose(mu[~blank & ~np.isnan(mu).all(axis=1)], means)
+        assert all(pred.calibration[r]["multiplier"] == unknown
+                   for r in np.flatnonzero(blank))
+        assert not np.allclose(pred.mean[~blank][:, given], means[[int(pred.items[c])
+                                                                    for c in given]])
 
 
 def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets():

@@ -151,3 +151,58 @@ def test_observe_matches_bare_task_names_and_refuses_what_is_not_a_score():
         benchsel.observe(plan, {"MMLU": {1: 1.0}})
     frame = pd.DataFrame({"MMLU": [0.7, 0.5]}, index=["a", "b"])
     assert benchsel.observe(plan, frame).benchmarks.models == ("a", "b")
+
+
+# ------------------------------------------------------------ auto, decided once
+def test_a_plan_keeps_autos_decisions_and_predicts_as_a_fresh_fit(tmp_path):
+    """The stored choices and calibration give the numbers of deciding anew, and predicting
+    from a loaded plan decides nothing again, inside the sources' range or beyond it."""
+    board = benchsel.load_dataset("bigcodebench")
+    plan = benchsel.plan_benchmarks(board, k=3)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    loaded = benchsel.load_plan(path)
+    model = loaded.benchmarks.model()
+    decided = len(model.auto_memo)
+    assert decided >= 3  # a choice per regime and the winners' residuals
+    values = board.to_frame()[plan.run_in_full]
+    typical = values.median().to_dict()
+    beyond = (values.max() + 0.02).to_dict()
+    fresh = benchsel.GaussianModel(**loaded.benchmarks.options).fit(loaded.benchmarks.source)
+    for observed in (typical, beyond):
+        got = loaded.predict(observed)
+        want = fresh.predict(observed)
+        assert got.choices == want.choices
+        for part in ("mean", "std", "low", "high"):
+            np.testing.assert_allclose(getattr(got, part), getattr(want, part), rtol=1e-12)
+    assert {c["split"] for c in [loaded.predict(typical).choices[0],
+                                 loaded.predict(beyond).choices[0]]} == {"random", "strength"}
+    assert len(model.auto_memo) == decided
+
+
+def test_a_damaged_auto_entry_is_named_by_its_json_path(tmp_path):
+    plan = benchsel.plan_benchmarks("helm_lite", k=2)
+    obj = plan.to_json()
+    obj["benchmarks"]["auto"]["choices"][0]["method"] = "magic"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(obj))
+    with pytest.raises(ValueError, match=r"plan\.json: benchmarks\.auto\.choices\[0\]\.method: "
+                                         "'magic' is not a completion method"):
+        benchsel.load_plan(path)
+
+
+def test_predict_keeps_autos_decisions_between_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path / "cache"))
+    spec = "MMLU=0.7,GSM8K=0.6"
+    first = cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json")
+    kept = list((tmp_path / "cache" / "auto").glob("*.json"))
+    assert len(kept) == 1
+    assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
+    kept[0].write_text("{not json")  # a damaged cache is as good as none
+    assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
+    assert json.loads(kept[0].read_text())["choices"]  # and is written anew
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", "off")
+    other = tmp_path / "cache" / "auto"
+    before = sorted(other.iterdir())
+    cli_json(capsys, "predict", "helm_lite", "--observed", "MMLU=0.5", "--json")
+    assert sorted(other.iterdir()) == before

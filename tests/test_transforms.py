@@ -39,10 +39,10 @@ def test_logit_predictions_stay_in_range_and_intervals_are_ordered():
 
 def test_cv_with_no_transform_is_unchanged_by_the_transform_path():
     data = load_dataset("wildbench")
-    base = cross_validate(data, k_max=3, folds=5)
+    base = cross_validate(data, k_max=3, folds=5, predictor="gaussian")
     # "none" goes through the identity path; logit changes the numbers
-    again = cross_validate(data, k_max=3, folds=5, transform="none")
-    logit = cross_validate(data, k_max=3, folds=5, transform="logit")
+    again = cross_validate(data, k_max=3, folds=5, transform="none", predictor="gaussian")
+    logit = cross_validate(data, k_max=3, folds=5, transform="logit", predictor="gaussian")
     np.testing.assert_array_equal(base.r2["mi"], again.r2["mi"])
     assert not np.allclose(base.r2["mi"], logit.r2["mi"])
     assert all(0 <= r.interval_coverage <= 1 for r in logit.rows)

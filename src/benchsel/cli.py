@@ -19,6 +19,7 @@ from .names import (
     CORESET_METHODS,
     COVARIANCE_METHODS,
     DEFAULT_CORESET_METHOD,
+    DEFAULT_PREDICTOR,
     FOLD_SPLITTERS,
     INPUT_FORMATS,
     OBJECTIVES,
@@ -273,12 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "model; paper follows the paper's published code (drops models with no "
                    "selected item observed, scores columns too sparse to model against the "
                    "training mean)")
-    p.add_argument("--predictor", choices=list(COMPLETION_METHODS), default="gaussian",
-                   help="cv/extrapolation: what predicts the unselected benchmarks: gaussian "
-                   "(default; the paper's conditional mean), or a method as 'predict --method' "
-                   "uses it for a new model (auto: chosen by cross-validation on the training "
-                   "models; gp: gaussian plus a residual Gaussian process); slower: a "
-                   "completion per k and fold, so keep --k-max and --objectives small")
+    p.add_argument("--predictor", choices=list(COMPLETION_METHODS), default=None,
+                   help="cv/extrapolation/frontier: what predicts the unselected benchmarks: "
+                   f"{DEFAULT_PREDICTOR} (default: what 'predict' uses, scored as it prints "
+                   "it) or another 'predict --method'; gaussian is the paper's protocol (the "
+                   "conditional mean, no score bounds; fast). Any but gaussian costs a "
+                   "completion per k and fold (auto: a dozen), so keep --k-max and "
+                   "--objectives small")
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
     p.add_argument("--splitter", choices=FOLD_SPLITTERS, default="default",
                    help="cv: how folds are drawn: default (benchsel's), or paper (the "

@@ -24,9 +24,10 @@ from .gaussian import GaussianModel
 from .io import read_costs, read_model_order, write_text_atomic
 from .lmeval import parse_per_task, write_samples
 from .matrix import ScoreMatrix
-from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, INPUT_FORMATS
+from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
 from .observations import as_items, observe, observe_benchmarks, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
+from .prediction.memo import load_cached, save_cached
 from .progress import Progress
 from .selection.greedy import describe_certificate
 from .sources import TaskSources, as_scores, is_lm_eval_data, question_items, task_sources
@@ -91,6 +92,19 @@ def _emit_text(args, text: str) -> None:
         write_text_atomic(args.output, text, protect=_inputs(args))
     else:
         sys.stdout.write(text)
+
+
+@contextlib.contextmanager
+def _as_flags(**flags):
+    """Library errors that begin with a parameter's name, told with the CLI's flag."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        for param, flag in flags.items():
+            if text.startswith(param + " "):
+                raise ValueError(flag + text[len(param):]) from None
+        raise
 
 
 class UsageError(ValueError):
@@ -299,8 +313,12 @@ def _prediction(args, scores: ScoreMatrix | None = None):
         # its scores on every other model.
         scores = scores.transpose()
     model = _fit(args, scores)
-    observed = observe_benchmarks(args.observed, model.items_)
+    with _as_flags(observed="--observed"):
+        observed = observe_benchmarks(args.observed, model.items_)
+    # auto's decisions for this board and pattern are kept between runs.
+    load_cached(model)
     pred = model.predict(observed, level=args.level, method=args.method)
+    save_cached(model)
     if dual and pred.models == ["new model"]:
         pred = dataclasses.replace(pred, models=["new benchmark"])
     return pred, "benchmarks"
@@ -321,8 +339,9 @@ def _predict_from_plan(args):
     if plan.level != "benchmarks" and args.method is not None:
         raise UsageError(f"--method applies to benchmark-level prediction; a {plan.level} "
                           "plan predicts with the methods it was made with")
-    return plan.predict(observe(plan, args.observed), coverage=args.level,
-                        method=args.method), plan.level
+    with _as_flags(observed="--observed"):
+        observations = observe(plan, args.observed)
+    return plan.predict(observations, coverage=args.level, method=args.method), plan.level
 
 
 def _refuse_fit_options(args, message: str) -> None:
@@ -696,7 +715,8 @@ def _compare_from_plan(args):
     model = plan.benchmarks.model()
     if not args.observed:
         raise UsageError("compare --plan needs --observed: the two models' results")
-    runs = observe_benchmarks(args.observed, model.items_)
+    with _as_flags(observed="--observed"):
+        runs = observe_benchmarks(args.observed, model.items_)
     if runs.n_models < 2:
         raise ValueError("compare needs the results of two models in --observed (a CSV of two "
                          "rows, an lm-eval folder of two runs, or --observed twice)")
@@ -817,8 +837,8 @@ def cmd_evaluate(args) -> int:
         common["transform"] = args.transform
         common["scoring"] = args.scoring
         common["calibrate"] = calibrate
-        common["predictor"] = args.predictor
-    elif args.predictor != "gaussian":
+        common["predictor"] = args.predictor or DEFAULT_PREDICTOR
+    elif args.predictor not in (None, "gaussian"):
         raise ValueError(f"--predictor is not supported by the {args.protocol} protocol")
     elif args.transform != "none":
         raise ValueError(f"--transform is not supported by the {args.protocol} protocol")

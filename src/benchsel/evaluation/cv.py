@@ -211,6 +211,11 @@ def _fold(
                                      seed=[seed, fold.index], start=(mean, sigma))
                   if calibrate else None)
     observed = ~np.isnan(z_val)
+    # Any predictor but the paper's conditional mean is scored as it ships: the
+    # fold's training models fitted by GaussianModel, each k's prediction made by
+    # its predict (see _shipped_scores).
+    shipped = (None if predictor == "gaussian" else
+               _shipped_model(values[fold.train], covariance, transform, calibrate))
     # A validation model with none of the selected scores is predicted as the
     # mean; its intervals get the width a model beyond every training model
     # needs, as `predict` gives it (unknown_calibration, made once if needed).
@@ -252,11 +257,6 @@ def _fold(
                     mu[top] += shift * np.sqrt(var[top])
             # How far each validation model's selected scores lie beyond the training models'.
             excess = regime_excess(z_train[:, sel], given[:, sel])
-            other = None
-            if predictor != "gaussian":
-                other = _by_completion(values, fold, cols, sel, predictor, std, level, excess,
-                                       calibrate)
-                chosen[k - 1] = other[3]
             scored = observed.copy()
             scored[:, sel] = False
             y_extra = np.empty(0)
@@ -265,7 +265,11 @@ def _fold(
                 scored &= keep[:, None]
                 y_extra = z_extra[extra_observed & keep[:, None]]
             y, pred = z_val[scored], np.empty(0)
-            if y.size:
+            if shipped is not None:
+                pred, cover[k - 1], raw_cover[k - 1], chosen[k - 1] = _shipped_scores(
+                    shipped, values[fold.validation], cols, sel, std, clip, level, predictor,
+                    scored)
+            elif y.size:
                 sd = np.sqrt(var)
                 factor = np.ones(len(sd))
                 if calibrator is not None:
@@ -275,22 +279,9 @@ def _fold(
                     if blank.any():
                         factor[blank] = blank_factor()
                 sd_cal = sd * factor[:, None]
-                if other is not None:
-                    # The method's cells replace the Gaussian's; the cells it
-                    # cannot predict keep the Gaussian's, as `predict` does.
-                    o_mu, o_sd, o_factor = other[:3]
-                    # In the targets' frame: they are clipped, and so are the
-                    # Gaussian's inputs. Unclipped, a strong model's
-                    # prediction was scored against a truncated truth
-                    # (alpaca_eval, extrapolation: R^2 0.79 against 0.97).
-                    o_mu = np.clip(o_mu, -clip, clip)
-                    ok = ~(np.isnan(o_mu) | np.isnan(o_sd))
-                    mu = np.where(ok, o_mu, mu)
-                    sd = np.where(ok, o_sd, sd)
-                    sd_cal = np.where(ok, o_sd * o_factor[:, None], sd_cal)
                 pred, low, high = (a[scored] for a in to_targets(mu, sd))
                 raw_cover[k - 1] = cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
-                if calibrator is not None or other is not None:
+                if calibrator is not None:
                     _, low, high = (a[scored] for a in to_targets(mu, sd_cal))
                     cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
             y = np.concatenate([y, y_extra])
@@ -314,79 +305,85 @@ def _fold(
     return out
 
 
-def _by_completion(values, fold, cols, sel, predictor, std, level, excess, calibrate=True):
-    """A completion method's predictions of the validation models from the selected items.
+def _shipped_model(train: np.ndarray, covariance: str, transform: str, calibrate: bool):
+    """The :class:`~benchsel.gaussian.GaussianModel` ``predict`` would fit on ``train``.
 
-    As :meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
-    does for a new model: each validation model's selected scores are
-    completed by ``predictor`` with the training models' raw scores
-    (:func:`~benchsel.prediction.complete_new_rows`), and
-    its standard deviations are calibrated on the training models with the
-    same items given. ``auto`` chooses on the training models with the
-    selected items given, per validation model by its regime (``excess``,
-    how far its selected scores lie outside the training models' range:
-    :func:`~benchsel.prediction.choose_for_new_models`). Nothing of a
-    validation model but its selected scores is seen.
+    Items are named by column position, so that predictions map back to the
+    protocol's columns; options other than these are the model's defaults,
+    as ``benchsel predict`` uses them.
+    """
+    from ..gaussian import GaussianModel
+    from ..matrix import DataWarning
+
+    scores = ScoreMatrix(train, [f"m{i}" for i in range(len(train))],
+                         [str(j) for j in range(train.shape[1])])
+    model = GaussianModel(covariance=covariance, transform=transform,
+                          calibration="conformal" if calibrate else "none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DataWarning)
+        return model.fit(scores)
+
+
+def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, level: float,
+                    predictor: str, scored: np.ndarray):
+    """Score ``model.predict`` of the validation models from their selected scores.
+
+    As a user predicts a new model: each validation model gives the selected
+    items' scores (and nothing else), :meth:`GaussianModel.predict
+    <benchsel.gaussian.GaussianModel.predict>` with ``method=predictor``
+    predicts the rest -- its bounded point prediction and its calibrated
+    interval, exactly what ``benchsel predict`` prints. They are scored in
+    the protocol's standardized units (the point clipped as the targets
+    are).
 
     Returns
     -------
-    mu, sd : ndarray (validation models, len(cols))
-        Standardized like the targets; NaN where the method did not
-        predict, and on the rows of a model ``auto`` gave to ``gaussian``
-        that has a selected score: the protocol's Gaussian conditional
-        stands there.
-    factor : ndarray (validation models,)
-        Each model's calibrated multiplier of ``sd`` (1 without ``calibrate``).
-    method : str
+    pred : ndarray
+        Standardized point predictions of the ``scored`` cells.
+    coverage, raw_coverage : float
+        Share of scored cells inside the printed interval; and inside
+        ``mean +- z * std`` with the method's own, uncalibrated ``std``.
+    label : str
         The method used; with ``auto`` and models in both regimes,
         ``"A (outside: B)"``.
     """
-    from ..prediction.completion import (
-        CompletionCache,
-        calibrate_completion,
-        choose_for_new_models,
-        complete_new_rows,
-    )
+    from ..matrix import DataWarning
 
-    given = np.zeros(values.shape[1], dtype=bool)
-    given[cols[sel]] = True
-    train = values[fold.train]
-    new = np.where(given, values[fold.validation], np.nan)
-    cache = CompletionCache()
-    outside = np.asarray(excess) > 0
-    if predictor == "auto":
-        methods = [c.method for c in choose_for_new_models(train, given, outside, cache=cache)]
+    given = cols[sel]
+    x = ScoreMatrix(validation[:, given], [f"v{i}" for i in range(len(validation))],
+                    [str(j) for j in given])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DataWarning)  # validation models with no given score
+        p = model.predict(x, level=level, method=predictor)
+    where = np.array([int(name) for name in p.items])
+    full = {}
+    multiplier = np.array([c.get("multiplier", 1.0) for c in p.calibration]) \
+        if p.calibration else np.ones(len(validation))
+    own = p.std / multiplier[:, None]
+    half = ndtri(0.5 + level / 2) * own
+    for name, a in (("mean", p.mean), ("low", p.low), ("high", p.high),
+                    ("raw_low", p.mean - half), ("raw_high", p.mean + half)):
+        out = np.full((len(validation), validation.shape[1]), np.nan)
+        out[:, where] = a
+        full[name] = std.transform(out[:, cols], cols)
+    y = np.clip(std.transform(validation[:, cols], cols), -clip, clip)[scored]
+    pred = np.clip(full["mean"], -clip, clip)[scored]
+    inside = (full["low"][scored] <= y) & (y <= full["high"][scored])
+    raw = (full["raw_low"][scored] <= y) & (y <= full["raw_high"][scored])
+    coverage = float(inside.mean()) if y.size else float("nan")
+    raw_coverage = float(raw.mean()) if y.size else float("nan")
+    if p.choices:
+        # Models with no given score get the column means (split "none"): not a choice.
+        inner = [c["method"] for c in p.choices if c.get("split") == "random"]
+        outer = [c["method"] for c in p.choices if c.get("split") == "strength"]
+        methods = inner + outer or [c["method"] for c in p.choices]
+        label = methods[0] if len(set(methods)) == 1 else \
+            f"{inner[0]} (outside: {outer[0]})"
     else:
-        methods = [predictor] * len(new)
-    mu = np.full((len(new), cols.size), np.nan)
-    sd, factor = mu.copy(), np.ones(len(new))
-    # A model with none of the selected scores gets the training models'
-    # column means, whatever the method (complete_new_rows), and intervals
-    # as wide as a model stronger or weaker than all of them needs, as in
-    # `predict` (unknown_calibration).
-    blank = np.isnan(new).all(axis=1)
-    if blank.any():
-        res = complete_new_rows(train, new[blank], "mean")
-        mu[blank] = std.transform(res.mean[:, cols], cols)
-        sd[blank] = res.std[:, cols] / std.scale[cols]
-        if calibrate:
-            factor[blank] = unknown_calibration(train, level).inside
-    for method in dict.fromkeys(methods):
-        rows = np.array([m == method for m in methods]) & ~blank
-        # "gaussian": the protocol's own Gaussian, fitted on the same models, stands.
-        if method == "gaussian" or not rows.any():
-            continue
-        res = complete_new_rows(train, new[rows], method, cache=cache)
-        mu[rows] = std.transform(res.mean[:, cols], cols)
-        sd[rows] = res.std[:, cols] / std.scale[cols]
-        if calibrate:
-            cal = calibrate_completion(train, method, level=level, given=given, cache=cache)
-            factor[rows] = cal.factor(np.asarray(excess)[rows])
-    inside = {m for m, out in zip(methods, outside) if not out}
-    beyond = {m for m, out in zip(methods, outside) if out}
-    label = methods[0] if len(set(methods)) == 1 else (
-        f"{next(iter(inside))} (outside: {next(iter(beyond))})")
-    return mu, sd, factor, label
+        label = p.method
+    return pred, coverage, raw_coverage, label
 
 
 def _nanmean(a: np.ndarray) -> float:
@@ -565,18 +562,19 @@ def cross_validate(
         measuring ``interval_coverage``; ``uncalibrated_coverage`` is that of
         the uncalibrated conditional variance. ``False`` skips the extra
         fits and reports the uncalibrated coverage in both.
-    predictor : str, default "gaussian"
-        What predicts the unselected items from the selected ones:
-        ``gaussian``, the fold's Gaussian conditional (the paper's
-        protocol); ``auto`` or another method of
-        :data:`~benchsel.prediction.COMPLETERS`, as ``benchsel predict
-        --method`` predicts a new model: the training models' raw scores
-        stacked on the validation models' selected ones are completed by the
-        method (``auto``: the winner of a cross-validation on the training
-        models with the selected items given; ``gp``: the Gaussian plus a
-        residual Gaussian process), its error bars calibrated on the
-        training models, and cells it cannot predict keep the Gaussian's.
-        Selection is unchanged. Each ``k`` of each objective then costs a
+    predictor : str, default :data:`benchsel.names.DEFAULT_PREDICTOR` (``auto``)
+        What predicts the unselected items from the selected ones.
+        ``gaussian``: the paper's protocol, the fold's Gaussian conditional
+        mean (with ``ridge`` and ``clip``, no score bounds). Any other method
+        of :data:`~benchsel.prediction.COMPLETERS` is scored as it ships:
+        a :class:`~benchsel.gaussian.GaussianModel` with its default options
+        is fitted on the fold's training models and each validation model
+        is predicted by its :meth:`~benchsel.gaussian.GaussianModel.predict`
+        from the selected scores alone, with ``method=predictor`` -- the
+        bounded point and calibrated interval ``benchsel predict`` prints
+        (``auto``: the winner of a cross-validation on the training models
+        with the selected items given, per regime). Selection is the same
+        for every predictor. Each ``k`` of each objective then costs a
         completion (``auto``: a dozen), so keep ``k_max`` and the objectives
         to what is needed.
     splitter : {"default", "paper"}, default "default"
@@ -620,7 +618,7 @@ def extrapolate(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
-    predictor: str = "gaussian",
+    predictor: str = names.DEFAULT_PREDICTOR,
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -654,7 +652,7 @@ def frontier(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
-    predictor: str = "gaussian",
+    predictor: str = names.DEFAULT_PREDICTOR,
 ) -> CVResult:
     """Fit on every model but the strongest, evaluate on those (the frontier).
 

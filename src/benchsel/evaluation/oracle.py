@@ -159,7 +159,7 @@ def oracle_subsets(
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     greedy = cross_validate(scores, objectives=objectives, k_max=k_max, folds=folds,
                             holdout=holdout, covariance=covariance, ridge=ridge, clip=clip,
-                            seed=seed)
+                            seed=seed, predictor="gaussian")  # as its subsets are scored
     total = sum(comb(n, k) for k in range(1, k_max + 1))
     done = 0
     rows = []

@@ -14,6 +14,7 @@ from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
 from ..calibration import frontier_rows, regime_excess, unknown_calibration
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
+from ..prediction.memo import AutoMemo
 from ..selection.greedy import (
     OBJECTIVES,
     GreedyResult,
@@ -370,6 +371,12 @@ class GaussianModel:
                 f"transform must be one of {', '.join(TRANSFORMS)}; got {self.transform!r}"
             )
 
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor parameters and their values (scikit-learn's convention)."""
+        import inspect
+
+        return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
+
     def fit(self, scores: ScoreMatrix) -> GaussianModel:
         """Estimate the mean and covariance from a score matrix.
 
@@ -422,6 +429,7 @@ class GaussianModel:
         self.scores_ = scores
         self._z = z
         self._calibrator = None
+        self._auto_memo = AutoMemo()  # auto's decisions on this training matrix
         self.items_ = items
         self.bounds_ = np.vstack([low, high])
         self.standardizer_ = std
@@ -755,7 +763,8 @@ class GaussianModel:
             outside = regime_excess(reference[:, pattern], z[:, pattern]) > 0
             cache = CompletionCache()  # one pattern's completions, shared by all its steps
             if pattern.any():
-                picked = choose_for_new_models(train, pattern, outside, cache=cache)
+                picked = choose_for_new_models(train, pattern, outside, cache=cache,
+                                               memo=self._auto_memo)
             else:  # nothing to choose by: column means (complete_new_rows)
                 picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
             for r, choice in zip(rows, picked):
@@ -912,14 +921,55 @@ class GaussianModel:
                               cache=None) -> list[dict]:
         """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
         ``cache``: completions already made of the training matrix (``auto``'s)."""
-        from ..prediction.completion import calibrate_completion
+        from ..calibration import fit_calibration
+        from ..prediction.completion import completion_residuals
 
         train = self.scores_.values
+
+        def calibrate(pattern):
+            residuals = self._auto_memo.residuals(method, pattern, lambda: completion_residuals(
+                train, method, given=pattern, cache=cache))
+            return fit_calibration(*residuals, level=level)
+
         return self._per_pattern(
             self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
-            lambda pattern: calibrate_completion(train, method, level=level, given=pattern,
-                                                 cache=cache),
-            unknown=lambda: unknown_calibration(train, level))
+            calibrate, unknown=lambda: unknown_calibration(train, level))
+
+    def prepare_auto(self, given: Sequence[str]) -> None:
+        """Make ``auto``'s decisions for new models run on ``given`` now, once.
+
+        Chooses the method for a new model inside the training models' range
+        and for one beyond it, and collects each winner's held-out residuals
+        (its calibration), keeping them in this model: a later
+        :meth:`predict` of that pattern only completes the new rows. Plans
+        call this for their selection and store the result.
+        """
+        from ..prediction.completion import CompletionCache, choose_for_new_models
+
+        self._check_fitted()
+        pattern = np.zeros(len(self.items_), dtype=bool)
+        pattern[self.scores_.item_indices(self._known(given, "given benchmarks"),
+                                          "benchmark")] = True
+        if not pattern.any() or self.transform_.name != "none":  # auto is gaussian there
+            return
+        x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
+        cache = CompletionCache()
+        choices = choose_for_new_models(self.scores_.values, pattern, [False, True], cache=cache,
+                                        memo=self._auto_memo)
+        for method in dict.fromkeys(c.method for c in choices):
+            if method != "gaussian":
+                self._calibrate_completion(x, method, 0.9, cache)
+
+    @property
+    def auto_memo(self):
+        """``auto``'s decisions so far (:class:`~benchsel.prediction.memo.AutoMemo`)."""
+        self._check_fitted()
+        return self._auto_memo
+
+    @auto_memo.setter
+    def auto_memo(self, memo) -> None:
+        self._check_fitted()
+        self._auto_memo = memo
 
     def extrapolation(self, observed) -> list[dict]:
         """Whether predictions for new models are extrapolations, and why.

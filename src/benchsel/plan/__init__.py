@@ -32,6 +32,7 @@ import numpy as np
 
 from ..io import write_json_atomic
 from ..matrix import DataWarning, ScoreMatrix, _short_list
+from ..prediction.memo import AutoMemo
 from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._format import FORMAT, FORMAT_VERSION, decode_array, encode_array, fingerprint
 from ._format import read_plan_json as _read_plan_json
@@ -113,12 +114,17 @@ class BenchmarkPlan:
     check : ndarray
         Predicted means of the first source models from the selected
         benchmarks, recorded to verify the rebuilt model.
+    auto : dict or None
+        ``auto``'s decisions for a new model run on the selection
+        (:meth:`benchsel.prediction.memo.AutoMemo.to_json`): made when the
+        plan was, so that prediction only completes the new rows.
     """
 
     source: ScoreMatrix
     options: dict
     selection: dict
     check: np.ndarray
+    auto: dict | None = None
     _model: object = field(default=None, repr=False)
 
     @property
@@ -132,21 +138,30 @@ class BenchmarkPlan:
                 warnings.simplefilter("ignore", DataWarning)  # said once, when planning
                 model = _fit_gaussian(self.source, self.options)
             _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
+            if self.auto is not None:
+                model.auto_memo = AutoMemo.from_json(self.auto, model.items_, "benchmarks.auto")
             self._model = model
         return self._model
 
     def to_json(self) -> dict:
-        return {"source": _matrix_to_json(self.source), "options": self.options,
-                "selection": self.selection, "check": encode_array(self.check)}
+        out = {"source": _matrix_to_json(self.source), "options": self.options,
+               "selection": self.selection, "check": encode_array(self.check)}
+        if self.auto is not None:
+            out["auto"] = self.auto
+        return out
 
     @classmethod
     def from_json(cls, obj: dict, where: str) -> BenchmarkPlan:
         try:
-            return cls(source=_matrix_from_json(obj["source"], f"{where}.source"),
+            part = cls(source=_matrix_from_json(obj["source"], f"{where}.source"),
                        options=dict(obj["options"]), selection=dict(obj["selection"]),
-                       check=decode_array(obj["check"], f"{where}.check"))
+                       check=decode_array(obj["check"], f"{where}.check"),
+                       auto=obj.get("auto"))
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
+        if part.auto is not None:  # checked now, used when the model is rebuilt
+            AutoMemo.from_json(part.auto, part.source.items, f"{where}.auto")
+        return part
 
 
 def _fit_gaussian(source: ScoreMatrix, options: dict):
@@ -178,6 +193,7 @@ def plan_benchmarks(
     target_residual: float | None = None,
     seed: int = 0,
     command: str | None = None,
+    prepare_auto: bool = True,
     **model_options,
 ) -> Plan:
     """Fit the Gaussian model, select benchmarks and record both in a plan.
@@ -190,6 +206,11 @@ def plan_benchmarks(
         As in :meth:`benchsel.gaussian.GaussianModel.select`.
     command : str, optional
         Recorded in the plan: the command line that made it.
+    prepare_auto : bool, default True
+        Make the default predictor's (``auto``) decisions for the selection
+        now and store them (:meth:`GaussianModel.prepare_auto`): planning
+        takes longer (seconds to a minute on the largest bundled boards),
+        every prediction from the plan is then as fast as a completion.
     model_options
         :class:`~benchsel.gaussian.GaussianModel` parameters.
 
@@ -205,8 +226,12 @@ def plan_benchmarks(
     sel = model.select(k, objective=objective, include=include, exclude=exclude, costs=costs,
                        budget=budget, target_residual=target_residual, seed=seed)
     options = {name: getattr(model, name) for name in _gaussian_options(model)}
+    auto = None
+    if prepare_auto:
+        model.prepare_auto(sel.items)
+        auto = model.auto_memo.to_json(model.items_)
     part = BenchmarkPlan(source=model.scores_, options=options, selection=sel.to_dict(),
-                         check=_benchmark_check(model, sel.items), _model=model)
+                         check=_benchmark_check(model, sel.items), auto=auto, _model=model)
     part.selection["options"] = {
         "k": k, "objective": objective, "include": list(include), "exclude": list(exclude),
         "costs": dict(costs) if costs else None, "budget": budget,
@@ -560,8 +585,10 @@ def plan_mixed(
                          f"columns are {_short_list(board.items, limit=30)}")
     sampled = [columns[t] for t in sources.scores]
     include = sampled + [b for b in select_and_model_options.pop("include", ()) if b not in sampled]
+    # A mixed plan conditions on noisy task scores: the Gaussian predicts, never auto.
     bench = plan_benchmarks(board, None if k is None else k + len(sampled), include=include,
-                            seed=seed, **select_and_model_options).benchmarks
+                            seed=seed, prepare_auto=False,
+                            **select_and_model_options).benchmarks
     parts = _task_parts(sources, n=n, total=total, method=method, seed=seed)
     return Plan(level="mixed", benchmarks=bench, tasks=parts, seed=seed, command=command,
                 allocation="total" if total is not None else "per-task",

@@ -639,7 +639,7 @@ def choose_completer(
 
 
 def choose_for_new_models(
-    values: np.ndarray, given, outside, *, cache: CompletionCache | None = None,
+    values: np.ndarray, given, outside, *, cache: CompletionCache | None = None, memo=None,
 ) -> list[MethodChoice]:
     """``auto``'s choice for each new model run on the ``given`` items.
 
@@ -647,16 +647,24 @@ def choose_for_new_models(
     random held-out models, those beyond it (``outside``, one flag per new
     model) the choice of the strength splits (:func:`choose_completer`);
     each is computed only if some model needs it, and the strength splits
-    defer to random folds on a matrix too small for them.
+    defer to random folds on a matrix too small for them. With ``memo`` (an
+    :class:`~benchsel.prediction.memo.AutoMemo` of ``values``) a choice made
+    before is taken from it, and a new one kept in it.
     """
     outside = np.asarray(outside, dtype=bool)
     cache = cache or CompletionCache()
-    random = choose_completer(values, given=given, cache=cache) if (~outside).any() else None
+
+    def choose(split: str) -> MethodChoice:
+        def run():
+            return choose_completer(values, given=given, cache=cache, split=split)
+        return run() if memo is None else memo.choice(given, split, run)
+
+    random = choose("random") if (~outside).any() else None
     beyond = None
     if outside.any():
-        beyond = choose_completer(values, given=given, cache=cache, split="strength")
+        beyond = choose("strength")
         if not beyond.cells:
-            beyond = random or choose_completer(values, given=given, cache=cache)
+            beyond = random or choose("random")
     return [beyond if out else random for out in outside]
 
 

@@ -196,7 +196,7 @@ def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: in
     if k_max < 1:
         raise ValueError("cross-validation needs at least two benchmarks")
     result = cross_validate(scores, folds=folds, k_max=k_max, covariance=covariance,
-                            seed=seed, level=level)
+                            seed=seed, level=level, predictor="gaussian")
     cv = result.to_dict()
     b.payload["cv"] = cv
     best = max((r for r in result.rows if r.objective == "mi"), key=lambda r: r.r2_mean)

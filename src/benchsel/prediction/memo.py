@@ -1,0 +1,206 @@
+"""``auto``'s decisions on one training matrix, made once and kept.
+
+For a pattern of given items, ``auto`` cross-validates every completion
+method on the training models (:func:`~benchsel.prediction.choose_completer`)
+and calibrates the winner's intervals on held-out models
+(:func:`~benchsel.prediction.completion_residuals`): tens of completions of
+the whole matrix, seconds to a minute, while completing the new model's row
+with the winner takes one. Both depend only on the training matrix, the
+pattern and the method, so an :class:`AutoMemo` keeps them: a fitted
+:class:`~benchsel.gaussian.GaussianModel` holds one, a plan stores the
+decisions for its selection (:meth:`AutoMemo.to_json`), so that ``predict
+--plan`` only completes, and ``benchsel predict DATA`` keeps them in a cache
+folder between runs (:func:`load_cached`, :func:`save_cached`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CACHE_ENV", "AutoMemo", "cache_dir", "load_cached", "save_cached"]
+
+#: What a held-out calibration keeps: residuals, the method's own std, regime excess.
+Residuals = tuple  # (residual, std, excess), three 1-D arrays of one length
+
+
+def _key(pattern) -> tuple[int, ...]:
+    return tuple(int(j) for j in np.flatnonzero(np.asarray(pattern, dtype=bool)))
+
+
+class AutoMemo:
+    """Method choices and calibration residuals by pattern of given items."""
+
+    def __init__(self):
+        self._choices: dict[tuple, object] = {}
+        self._residuals: dict[tuple, Residuals] = {}
+
+    def __len__(self) -> int:
+        return len(self._choices) + len(self._residuals)
+
+    def choice(self, pattern, split: str, compute: Callable):
+        """The :class:`~benchsel.prediction.MethodChoice` of ``split`` for ``pattern``."""
+        key = (_key(pattern), split)
+        if key not in self._choices:
+            self._choices[key] = compute()
+        return self._choices[key]
+
+    def residuals(self, method: str, pattern, compute: Callable) -> Residuals:
+        """``method``'s held-out (residual, std, excess) for ``pattern``."""
+        key = (_key(pattern), method)
+        if key not in self._residuals:
+            self._residuals[key] = tuple(np.asarray(a, dtype=float) for a in compute())
+        return self._residuals[key]
+
+    # ------------------------------------------------------------------ file
+    def to_json(self, items: Sequence[str]) -> dict:
+        """JSON of every decision, patterns by item name (``items``: the model's)."""
+        from ..plan._format import encode_array
+
+        def names(key):
+            return [items[j] for j in key]
+
+        return {
+            "choices": [{"given": names(k), "split": split, **choice.to_dict()}
+                        for (k, split), choice in self._choices.items()],
+            "residuals": [{"given": names(k), "method": method,
+                           **{part: encode_array(a) for part, a in
+                              zip(("residual", "std", "excess"), arrays)}}
+                          for (k, method), arrays in self._residuals.items()],
+        }
+
+    @classmethod
+    def from_json(cls, obj, items: Sequence[str], where: str) -> AutoMemo:
+        """Inverse of :meth:`to_json`, checked; ``where`` names the entry in messages."""
+        from ..plan._format import decode_array
+        from .completion import COMPLETERS, MethodChoice
+
+        if not isinstance(obj, dict) or set(obj) - {"choices", "residuals"}:
+            raise ValueError(f"{where}: expected an object with 'choices' and 'residuals'")
+        index = {name: j for j, name in enumerate(items)}
+
+        def pattern(entry, at: str) -> np.ndarray:
+            given = entry.get("given")
+            if not isinstance(given, list) or not given or \
+                    any(not isinstance(g, str) or g not in index for g in given):
+                raise ValueError(f"{at}.given: expected a list of the model's benchmarks")
+            out = np.zeros(len(items), dtype=bool)
+            out[[index[g] for g in given]] = True
+            return out
+
+        def method(name, at: str) -> str:
+            if name not in COMPLETERS or name == "auto":
+                raise ValueError(f"{at}: {name!r} is not a completion method")
+            return name
+
+        memo = cls()
+        for i, entry in enumerate(_entries(obj, "choices", where)):
+            at = f"{where}.choices[{i}]"
+            split = entry.get("split")
+            if split not in ("random", "strength"):
+                raise ValueError(f"{at}.split: {split!r}; expected 'random' or 'strength'")
+            fallbacks = entry.get("fallbacks")
+            cells = entry.get("cells")
+            if not isinstance(fallbacks, list) or isinstance(cells, bool) or \
+                    not isinstance(cells, int) or cells < 0:
+                raise ValueError(f"{at}: expected 'fallbacks' (a list) and 'cells' (a count)")
+            figures = {}
+            for part in ("medape", "coverage"):
+                value = entry.get(part)
+                if not isinstance(value, dict) or any(
+                        v is not None and (isinstance(v, bool) or
+                                           not isinstance(v, (int, float)))
+                        for v in value.values()):
+                    raise ValueError(f"{at}.{part}: expected method -> number")
+                figures[part] = {method(m, f"{at}.{part}"): np.nan if v is None else float(v)
+                                 for m, v in value.items()}
+            choice = MethodChoice(
+                method(entry.get("method"), f"{at}.method"),
+                tuple(method(m, f"{at}.fallbacks") for m in fallbacks),
+                figures["medape"], figures["coverage"], cells, split)
+            memo._choices[(_key(pattern(entry, at)), split)] = choice
+        for i, entry in enumerate(_entries(obj, "residuals", where)):
+            at = f"{where}.residuals[{i}]"
+            arrays = tuple(decode_array(entry.get(part), f"{at}.{part}")
+                           for part in ("residual", "std", "excess"))
+            if any(a.ndim != 1 or a.shape != arrays[0].shape or not np.isfinite(a).all()
+                   for a in arrays):
+                raise ValueError(f"{at}: residual, std and excess must be finite 1-D arrays "
+                                 "of one length")
+            key = (_key(pattern(entry, at)), method(entry.get("method"), f"{at}.method"))
+            memo._residuals[key] = arrays
+        return memo
+
+
+def _entries(obj: dict, name: str, where: str) -> list:
+    entries = obj.get(name, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"{where}.{name}: expected a list of objects")
+    return entries
+
+
+# ------------------------------------------------------------- on disk
+#: Where ``predict DATA`` keeps auto's decisions between runs: this variable's
+#: folder, else ``$XDG_CACHE_HOME/benchsel`` or ``~/.cache/benchsel``; ``off``
+#: (or empty) keeps nothing.
+CACHE_ENV = "BENCHSEL_CACHE_DIR"
+
+
+def cache_dir() -> Path | None:
+    """The folder of kept decisions, or None when caching is off."""
+    value = os.environ.get(CACHE_ENV)
+    if value is not None:
+        return None if value.strip().lower() in ("", "off", "0", "no") else Path(value)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "benchsel"
+
+
+def _cache_file(model) -> Path | None:
+    from .. import __version__
+    from ..plan._format import fingerprint
+
+    folder = cache_dir()
+    if folder is None:
+        return None
+    scores = model.scores_
+    h = hashlib.sha256()
+    h.update(fingerprint(scores.models, scores.items, scores.values).encode())
+    h.update(json.dumps({"benchsel": __version__, "options": model.get_params()},
+                        sort_keys=True, default=str).encode())
+    return folder / "auto" / f"{h.hexdigest()[:32]}.json"
+
+
+def load_cached(model) -> None:
+    """Give a fitted model the decisions kept for its training matrix and options.
+
+    A missing, unreadable or malformed cache file is as good as none: the
+    decisions are made again (and the file rewritten).
+    """
+    path = _cache_file(model)
+    if path is None or not path.is_file():
+        return
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        model.auto_memo = AutoMemo.from_json(obj, model.items_, str(path))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return
+
+
+def save_cached(model) -> None:
+    """Keep the model's decisions for the next run (nothing when caching is off or
+    the folder cannot be written: a cache is never worth an error)."""
+    from ..io import write_json_atomic
+
+    path = _cache_file(model)
+    if path is None or not len(model.auto_memo):
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, model.auto_memo.to_json(model.items_), allow_nan=False)
+    except (OSError, ValueError):
+        return
