@@ -26,15 +26,13 @@ import numpy as np
 
 from benchsel import read_scores
 from benchsel.coreset.gaussian import LowRankGaussian
+from benchsel.splits import random_split, strength_split
 
 
 def split(x, kind, rng):
-    m = x.shape[0]
-    if kind == "interpolation":
-        p = rng.permutation(m)
-        return p[: int(0.75 * m)], p[int(0.75 * m):]
-    order = np.argsort(x.mean(axis=1))
-    return order[: m // 2], order[m - int(0.3 * m):]
+    fold = (random_split(x.shape[0], rng) if kind == "interpolation"
+            else strength_split(x, strength=x.mean(axis=1)))
+    return fold.train, fold.validation
 
 
 def debiased(model, x_target, a):

@@ -14,7 +14,7 @@ from benchsel import (
     load_dataset,
     spectrum,
 )
-from benchsel.gaussian import conditional_moments
+from benchsel.gaussian import NotFittedError, conditional_moments
 
 
 def synthetic_scores(m, n, rng, missing=0.0, scale=None):
@@ -200,7 +200,7 @@ def test_spectrum_on_real_data():
 
 
 def test_unfitted_and_bad_parameters():
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         GaussianModel().predict({"a": 1.0})
     data = load_dataset("helm_lite")
     with pytest.raises(ValueError, match="covariance must be one of"):
@@ -209,3 +209,19 @@ def test_unfitted_and_bad_parameters():
         GaussianModel().fit(data).predict({data.items[0]: 0.5}, level=90)
     with pytest.raises(TypeError, match="ScoreMatrix"):
         GaussianModel().fit(np.ones((5, 5)))
+
+
+def test_parameters_follow_scikit_learns_contract():
+    """get_params/set_params, and sklearn's clone copies an unfitted model's options."""
+    from sklearn.base import clone
+
+    model = GaussianModel(covariance="em", ridge=0.01, bounds="0,1")
+    params = model.get_params()
+    assert params["covariance"] == "em" and params["ridge"] == 0.01
+    copy = clone(model)
+    assert copy is not model and copy.get_params() == params
+    assert model.set_params(ridge=0.0) is model and model.ridge == 0.0
+    with pytest.raises(ValueError, match="no parameter 'ridgee'; parameters are covariance"):
+        model.set_params(ridgee=1.0)
+    with pytest.raises(NotFittedError):
+        model.predict({"a": 1.0})

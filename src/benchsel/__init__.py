@@ -22,6 +22,7 @@ _EXPORTS = {
     "ConvergenceWarning": "gaussian",
     "CovarianceEstimate": "gaussian",
     "GaussianModel": "gaussian",
+    "NotFittedError": "gaussian",
     "Prediction": "gaussian",
     "Selection": "gaussian",
     "em_covariance": "gaussian",

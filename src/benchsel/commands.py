@@ -27,7 +27,6 @@ from .matrix import ScoreMatrix
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
 from .observations import as_items, observe, observe_benchmarks, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
-from .prediction.memo import load_cached, save_cached
 from .progress import Progress
 from .selection.greedy import describe_certificate
 from .sources import TaskSources, as_scores, is_lm_eval_data, question_items, task_sources
@@ -316,6 +315,8 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     with _as_flags(observed="--observed"):
         observed = observe_benchmarks(args.observed, model.items_)
     # auto's decisions for this board and pattern are kept between runs.
+    from .prediction.memo import load_cached, save_cached
+
     load_cached(model)
     pred = model.predict(observed, level=args.level, method=args.method)
     save_cached(model)
@@ -414,6 +415,10 @@ def cmd_plan(args) -> int:
         if args.n is not None and args.total is not None:
             raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
+        if args.level == "mixed" and args.transform != "none":
+            raise ValueError("a mixed plan conditions on sampled task scores with their "
+                             "standard errors, which works on raw scores only: use no "
+                             "--transform")
         if args.level == "mixed" and not is_lm_eval_data(args.data):
             raise UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
                               "runs give the leaderboard, sample logs the questions)")

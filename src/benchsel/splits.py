@@ -11,7 +11,7 @@ from .matrix import model_strength
 
 __all__ = [
     "Fold", "SPLITTERS", "completion_masks", "dated_split", "frontier_split", "kfold_with_holdout",
-    "model_strength", "paper_kfold", "strength_split",
+    "model_strength", "paper_kfold", "random_split", "strength_split",
 ]
 
 #: Fold rules of :func:`~benchsel.evaluation.cross_validate`: benchsel's
@@ -117,13 +117,29 @@ def paper_kfold(
     return folds
 
 
+def random_split(n_models: int, rng, train_fraction: float = 0.75, min_train: int = 1) -> Fold:
+    """A random ``train_fraction`` of the models for training, the rest to test.
+
+    The interpolation split of the question-level protocols (Zhang et al.,
+    2025: 75% / 25%). ``rng`` is a :class:`numpy.random.Generator`; the
+    training set has at least ``min_train`` models.
+    """
+    if not 0 < train_fraction < 1:
+        raise ValueError(f"train_fraction must be in (0, 1); got {train_fraction!r}")
+    order = rng.permutation(n_models)
+    cut = max(int(min_train), int(train_fraction * n_models))
+    return Fold(0, np.sort(order[:cut]), np.sort(order[cut:]))
+
+
 def strength_split(
-    values: np.ndarray, train_fraction: float = 0.5, test_fraction: float = 0.3
+    values: np.ndarray, train_fraction: float = 0.5, test_fraction: float = 0.3,
+    strength=None,
 ) -> Fold:
     """Weakest ``train_fraction`` of models for training, strongest ``test_fraction`` to test.
 
     The extrapolation split of Zhang et al. (2025, Sec. 4.3); models in
     between are not used. Ties in strength are broken by row order.
+    ``strength`` is as in :func:`frontier_split`.
     """
     if not (0 < train_fraction < 1 and 0 < test_fraction < 1):
         raise ValueError(
@@ -132,7 +148,7 @@ def strength_split(
     if train_fraction + test_fraction > 1:
         raise ValueError("train and test fractions must not add up to more than 1")
     m = values.shape[0]
-    order = np.argsort(model_strength(values), kind="stable")
+    order = np.argsort(_strength(values, strength), kind="stable")
     n_train = int(np.floor(train_fraction * m))
     n_test = int(np.floor(test_fraction * m))
     if n_train < 3 or n_test < 1:
@@ -174,13 +190,19 @@ def frontier_split(
             f"{m} models are too few for a frontier split: {n_test} targets leave "
             f"{m - n_test} source(s); need at least 3"
         )
+    order = np.argsort(_strength(values, strength), kind="stable")
+    return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))
+
+
+def _strength(values: np.ndarray, strength) -> np.ndarray:
+    """``strength`` checked to hold one value per model, or :func:`model_strength`."""
+    m = values.shape[0]
     if strength is None:
-        strength = model_strength(values)
-    elif np.shape(strength) != (m,):
+        return model_strength(values)
+    if np.shape(strength) != (m,):
         raise ValueError(f"strength must hold one value per model ({m}); "
                          f"got shape {np.shape(strength)}")
-    order = np.argsort(strength, kind="stable")
-    return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))
+    return np.asarray(strength, dtype=float)
 
 
 def dated_split(order, before: float) -> Fold:

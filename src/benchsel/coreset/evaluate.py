@@ -46,7 +46,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
 from scipy.stats import kendalltau, spearmanr
 from threadpoolctl import threadpool_limits
 
@@ -55,12 +54,13 @@ from .._parallel import map_tasks
 from .._reuse import reuse_fits
 from ..evaluation.metrics import (
     hamming_stability,
+    interval_coverage,
     json_record,
     model_similarity,
     nogueira_stability,
 )
 from ..matrix import DataWarning, ScoreMatrix
-from ..splits import dated_split, frontier_split
+from ..splits import dated_split, frontier_split, random_split, strength_split
 from .calibrated import Calibrated
 from .methods import DEFAULT_METHOD, make_method, method_names
 
@@ -157,12 +157,11 @@ def model_split(values: np.ndarray, split: str, rng, sources: int | None = None,
     """
     m = values.shape[0]
     if split == "interpolation":
-        order = rng.permutation(m)
-        cut = int(0.75 * m)
-        return np.sort(order[:cut]), np.sort(order[cut:])
+        fold = random_split(m, rng)
+        return fold.train, fold.validation
     if split == "extrapolation":
-        order = np.argsort(values.mean(axis=1), kind="stable")
-        return np.sort(order[: m // 2]), np.sort(order[m - int(0.3 * m):])
+        fold = strength_split(values, strength=values.mean(axis=1))
+        return fold.train, fold.validation
     if split == "frontier":
         fold = frontier_split(values, strength=values.mean(axis=1))
         return fold.train, fold.validation
@@ -335,10 +334,17 @@ def evaluate_coresets(
     )
 
 
+def _coverage(pairs: list, level: float) -> float:
+    """% of targets inside their interval, from (errors, sds) of every trial; NaN for none."""
+    if not pairs:
+        return float("nan")
+    err, sd = (np.concatenate(part) for part in zip(*pairs))
+    return 100 * interval_coverage(err, 0.0, sd, level)
+
+
 def _summarize(values: np.ndarray, results: list, names: list, level: float) -> list:
     scale = 100.0 if values.min() >= 0 and values.max() <= 1 else 1.0
     binary = bool(np.isin(values, (0.0, 1.0)).all())
-    quantile = ndtri(0.5 + level / 2)
     truths = [values[r["target"]].mean(axis=1) for r in results]
     similarity = ([model_similarity(values[r["target"]], values[r["source"]]) for r in results]
                   if binary else None)
@@ -366,9 +372,9 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
                 taus.append(kendalltau(mean, truth).statistic)
                 rhos.append(spearmanr(mean, truth).statistic)
             if sd is not None and np.isfinite(sd).all():
-                inside.append(np.abs(err) <= quantile * sd)
+                inside.append((err, sd))
             if raw_sd is not None and np.isfinite(raw_sd).all():
-                raw_inside.append(np.abs(err) <= quantile * raw_sd)
+                raw_inside.append((err, raw_sd))
         if failed:
             warnings.warn(f"{name}: no finite estimate for {failed} of {total} target models "
                           "(degenerate split); its figures use the others", DataWarning,
@@ -386,10 +392,8 @@ def _summarize(values: np.ndarray, results: list, names: list, level: float) -> 
             stability=(nogueira_stability(chosen, n_items) if len(chosen) > 1
                        else float("nan")),
             hamming=hamming_stability(chosen, n_items) if len(chosen) > 1 else float("nan"),
-            interval_coverage=(float(100 * np.mean(np.concatenate(inside)))
-                               if inside else float("nan")),
-            uncalibrated_coverage=(float(100 * np.mean(np.concatenate(raw_inside)))
-                                   if raw_inside else float("nan")),
+            interval_coverage=_coverage(inside, level),
+            uncalibrated_coverage=_coverage(raw_inside, level),
             similarity_corr=(_similarity_corr(errs, truths, similarity)
                              if similarity is not None else float("nan")),
             fit_seconds=fit_s / len(results),

@@ -7,6 +7,7 @@ from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate, frontier
 from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
 from .discover import DiscoverResult, DiscoverRow, discover, novelty, read_correlation
 from .metrics import (
+    coverage,
     gaussian_entropy,
     gaussian_mutual_information,
     interval_coverage,
@@ -39,6 +40,7 @@ __all__ = [
     "frontier_split",
     "gaussian_entropy",
     "gaussian_mutual_information",
+    "coverage",
     "interval_coverage",
     "kfold_with_holdout",
     "mardia",

@@ -50,7 +50,7 @@ from ..prediction.completion import (
     median_ape,
 )
 from ..splits import completion_masks
-from .metrics import json_record
+from .metrics import coverage, json_record
 
 __all__ = ["CompletionRow", "CompletionResult", "evaluate_completion", "completion_masks"]
 
@@ -194,8 +194,6 @@ def evaluate_completion(
         pts = err * fac[got]
         has_int = got & ~np.isnan(low)
         t = true[has_int]
-        inside = (low[has_int] <= t) & (t <= high[has_int])
-        raw_inside = (raw_low[has_int] <= t) & (t <= raw_high[has_int])
         rows.append(
             CompletionRow(
                 method=m,
@@ -204,10 +202,9 @@ def evaluate_completion(
                 within3=float(100 * np.mean(pts <= 3)) if pts.size else float("nan"),
                 within5=float(100 * np.mean(pts <= 5)) if pts.size else float("nan"),
                 coverage=float(100 * got.mean()),
-                interval_coverage=float(100 * inside.mean()) if inside.size else float("nan"),
+                interval_coverage=100 * coverage(t, low[has_int], high[has_int]),
                 cells=int(true.size),
-                uncalibrated_coverage=(float(100 * raw_inside.mean()) if raw_inside.size
-                                       else float("nan")),
+                uncalibrated_coverage=100 * coverage(t, raw_low[has_int], raw_high[has_int]),
             )
         )
     # The rule auto chooses by; never empty: without a method that predicted

@@ -55,6 +55,7 @@ from ..splits import (
 )
 from ..transforms import make_transform
 from .metrics import (
+    coverage,
     gaussian_entropy,
     gaussian_mutual_information,
     json_record,
@@ -280,10 +281,10 @@ def _fold(
                         factor[blank] = blank_factor()
                 sd_cal = sd * factor[:, None]
                 pred, low, high = (a[scored] for a in to_targets(mu, sd))
-                raw_cover[k - 1] = cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                raw_cover[k - 1] = cover[k - 1] = coverage(y, low, high)
                 if calibrator is not None:
                     _, low, high = (a[scored] for a in to_targets(mu, sd_cal))
-                    cover[k - 1] = float(np.mean((low <= y) & (y <= high)))
+                    cover[k - 1] = coverage(y, low, high)
             y = np.concatenate([y, y_extra])
             if np.any(y != 0):
                 pred = np.concatenate([pred, np.zeros_like(y_extra)])
@@ -370,10 +371,8 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
         full[name] = std.transform(out[:, cols], cols)
     y = np.clip(std.transform(validation[:, cols], cols), -clip, clip)[scored]
     pred = np.clip(full["mean"], -clip, clip)[scored]
-    inside = (full["low"][scored] <= y) & (y <= full["high"][scored])
-    raw = (full["raw_low"][scored] <= y) & (y <= full["raw_high"][scored])
-    coverage = float(inside.mean()) if y.size else float("nan")
-    raw_coverage = float(raw.mean()) if y.size else float("nan")
+    covered = coverage(y, full["low"][scored], full["high"][scored])
+    raw_covered = coverage(y, full["raw_low"][scored], full["raw_high"][scored])
     if p.choices:
         # Models with no given score get the column means (split "none"): not a choice.
         inner = [c["method"] for c in p.choices if c.get("split") == "random"]
@@ -383,7 +382,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
             f"{inner[0]} (outside: {outer[0]})"
     else:
         label = p.method
-    return pred, coverage, raw_coverage, label
+    return pred, covered, raw_covered, label
 
 
 def _nanmean(a: np.ndarray) -> float:

@@ -47,13 +47,25 @@ def r2_against_zero(y: np.ndarray, pred: np.ndarray) -> float:
     return 1.0 - float(np.sum((y - pred) ** 2)) / denom
 
 
+def coverage(y, low, high) -> float:
+    """Fraction of ``y`` inside ``[low, high]`` (ends included); NaN for no cells.
+
+    The one definition of interval coverage every protocol reports.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.size == 0:
+        return float("nan")
+    return float(np.mean((np.asarray(low, dtype=float) <= y)
+                         & (y <= np.asarray(high, dtype=float))))
+
+
 def interval_coverage(y, mean, std, level: float = 0.9) -> float:
     """Fraction of ``y`` inside the central Gaussian interval ``mean +- z * std``."""
     from scipy.special import ndtri
 
     half = ndtri(0.5 + level / 2) * np.asarray(std, dtype=float)
-    y = np.asarray(y, dtype=float)
-    return float(np.mean(np.abs(y - np.asarray(mean, dtype=float)) <= half))
+    mean = np.asarray(mean, dtype=float)
+    return coverage(y, mean - half, mean + half)
 
 
 def nogueira_stability(selections: Sequence[Sequence[int]], n_items: int) -> float:

@@ -10,7 +10,7 @@ from .covariance import (
     estimate_covariance,
     pairwise_covariance,
 )
-from .model import CALIBRATIONS, GaussianModel, Prediction, Selection
+from .model import CALIBRATIONS, GaussianModel, NotFittedError, Prediction, Selection
 
 __all__ = [
     "CALIBRATIONS",
@@ -19,6 +19,7 @@ __all__ = [
     "CovarianceEstimate",
     "GaussianCalibrator",
     "GaussianModel",
+    "NotFittedError",
     "Prediction",
     "Selection",
     "conditional_moments",

@@ -14,7 +14,6 @@ from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
 from ..calibration import frontier_rows, regime_excess, unknown_calibration
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
-from ..prediction.memo import AutoMemo
 from ..selection.greedy import (
     OBJECTIVES,
     GreedyResult,
@@ -27,7 +26,7 @@ from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
 
-__all__ = ["GaussianModel", "Selection", "Prediction"]
+__all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
 
 
 @dataclass(frozen=True)
@@ -248,6 +247,10 @@ def _gap(value: float, lo: float, hi: float) -> float:
 CALIBRATIONS = names.CALIBRATIONS
 
 
+class NotFittedError(ValueError, AttributeError):
+    """A model used before ``fit`` (scikit-learn's exception has the same two bases)."""
+
+
 class GaussianModel:
     """Multivariate Gaussian model of benchmark scores (Smola 2026).
 
@@ -372,10 +375,21 @@ class GaussianModel:
             )
 
     def get_params(self, deep: bool = True) -> dict:
-        """The constructor parameters and their values (scikit-learn's convention)."""
+        """The constructor parameters and their values (scikit-learn's convention, so that
+        ``sklearn.base.clone`` copies an unfitted model)."""
         import inspect
 
         return {name: getattr(self, name) for name in inspect.signature(type(self)).parameters}
+
+    def set_params(self, **params) -> GaussianModel:
+        """Set constructor parameters by name (checked when the model is next fitted)."""
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"GaussianModel has no parameter {name!r}; parameters are "
+                                 f"{', '.join(valid)}")
+            setattr(self, name, value)
+        return self
 
     def fit(self, scores: ScoreMatrix) -> GaussianModel:
         """Estimate the mean and covariance from a score matrix.
@@ -429,7 +443,7 @@ class GaussianModel:
         self.scores_ = scores
         self._z = z
         self._calibrator = None
-        self._auto_memo = AutoMemo()  # auto's decisions on this training matrix
+        self._auto_memo = None  # auto's decisions on this training matrix, made on first use
         self.items_ = items
         self.bounds_ = np.vstack([low, high])
         self.standardizer_ = std
@@ -461,7 +475,7 @@ class GaussianModel:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "estimate_"):
-            raise RuntimeError("this GaussianModel is not fitted yet; call fit(scores) first")
+            raise NotFittedError("this GaussianModel is not fitted yet; call fit(scores) first")
 
     # --------------------------------------------------------------- select
     def select(
@@ -764,7 +778,7 @@ class GaussianModel:
             cache = CompletionCache()  # one pattern's completions, shared by all its steps
             if pattern.any():
                 picked = choose_for_new_models(train, pattern, outside, cache=cache,
-                                               memo=self._auto_memo)
+                                               memo=self.auto_memo)
             else:  # nothing to choose by: column means (complete_new_rows)
                 picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
             for r, choice in zip(rows, picked):
@@ -927,7 +941,7 @@ class GaussianModel:
         train = self.scores_.values
 
         def calibrate(pattern):
-            residuals = self._auto_memo.residuals(method, pattern, lambda: completion_residuals(
+            residuals = self.auto_memo.residuals(method, pattern, lambda: completion_residuals(
                 train, method, given=pattern, cache=cache))
             return fit_calibration(*residuals, level=level)
 
@@ -955,7 +969,7 @@ class GaussianModel:
         x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
         cache = CompletionCache()
         choices = choose_for_new_models(self.scores_.values, pattern, [False, True], cache=cache,
-                                        memo=self._auto_memo)
+                                        memo=self.auto_memo)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":
                 self._calibrate_completion(x, method, 0.9, cache)
@@ -964,6 +978,11 @@ class GaussianModel:
     def auto_memo(self):
         """``auto``'s decisions so far (:class:`~benchsel.prediction.memo.AutoMemo`)."""
         self._check_fitted()
+        if self._auto_memo is None:
+            # Imported here: selecting never needs the completion methods' imports.
+            from ..prediction.memo import AutoMemo
+
+            self._auto_memo = AutoMemo()
         return self._auto_memo
 
     @auto_memo.setter

@@ -32,7 +32,6 @@ import numpy as np
 
 from ..io import write_json_atomic
 from ..matrix import DataWarning, ScoreMatrix, _short_list
-from ..prediction.memo import AutoMemo
 from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._format import FORMAT, FORMAT_VERSION, decode_array, encode_array, fingerprint
 from ._format import read_plan_json as _read_plan_json
@@ -139,6 +138,8 @@ class BenchmarkPlan:
                 model = _fit_gaussian(self.source, self.options)
             _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
             if self.auto is not None:
+                from ..prediction.memo import AutoMemo
+
                 model.auto_memo = AutoMemo.from_json(self.auto, model.items_, "benchmarks.auto")
             self._model = model
         return self._model
@@ -160,6 +161,8 @@ class BenchmarkPlan:
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
         if part.auto is not None:  # checked now, used when the model is rebuilt
+            from ..prediction.memo import AutoMemo
+
             AutoMemo.from_json(part.auto, part.source.items, f"{where}.auto")
         return part
 
@@ -225,7 +228,7 @@ def plan_benchmarks(
     model = GaussianModel(**model_options).fit(scores)
     sel = model.select(k, objective=objective, include=include, exclude=exclude, costs=costs,
                        budget=budget, target_residual=target_residual, seed=seed)
-    options = {name: getattr(model, name) for name in _gaussian_options(model)}
+    options = _gaussian_options(model)
     auto = None
     if prepare_auto:
         model.prepare_auto(sel.items)
@@ -240,18 +243,15 @@ def plan_benchmarks(
                 source_description=scores.source)
 
 
-def _gaussian_options(model) -> list[str]:
-    """The constructor parameters of a GaussianModel, checked to be plain JSON values."""
-    import inspect
-
-    names = list(inspect.signature(type(model)).parameters)
-    for name in names:
-        if not _jsonable(getattr(model, name)):
+def _gaussian_options(model) -> dict:
+    """The model's constructor parameters, checked to be plain JSON values."""
+    options = model.get_params()
+    for name, value in options.items():
+        if not _jsonable(value):
             raise ValueError(
-                f"a plan records the model's options as JSON; {name}="
-                f"{getattr(model, name)!r} is not a plain JSON value (for bounds use text such "
-                "as '0,100', '-inf,0' or 'none')")
-    return names
+                f"a plan records the model's options as JSON; {name}={value!r} is not a plain "
+                "JSON value (for bounds use text such as '0,100', '-inf,0' or 'none')")
+    return options
 
 
 def _jsonable(value) -> bool:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..splits import random_split
+
 __all__ = ["allocate_questions", "error_curve", "MIN_PER_TASK"]
 
 #: Fewest questions a task gets: the predictors fit a handful of weights on them.
@@ -61,9 +63,8 @@ def error_curve(source: np.ndarray, fit_predict: Callable, *, seed: int = 0
     for n in grid:
         for split in range(_SPLITS):
             rng = np.random.default_rng([seed, split])
-            order = rng.permutation(m)
-            cut = max(2, int(0.75 * m))
-            train, test = source[order[:cut]], source[order[cut:]]
+            fold = random_split(m, rng, min_train=2)
+            train, test = source[fold.train], source[fold.validation]
             if len(test) == 0:
                 continue
             predicted = fit_predict(train, test, n, rng)
