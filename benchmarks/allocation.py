@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+from _data import QUESTIONS, add_data_dir
 
 from benchsel import read_scores
 from benchsel.plan import plan_questions
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+DATA = QUESTIONS  # --data-dir
 FILES = {"gsm8k": "helm_gsm8k.npz", "math": "helm_math.npz", "mmlu": "helm_mmlu.npz",
          "openbookqa": "helm_openbookqa.npz"}
 
@@ -52,7 +52,10 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=120)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--method", default="default")
+    add_data_dir(parser)
     args = parser.parse_args(argv)
+    global DATA
+    DATA = args.data_dir
     tasks = load()
     m = next(iter(tasks.values())).n_models
     rows: dict = {"allocated": [], "equal": []}

@@ -1,6 +1,6 @@
 """EGR of every coreset method on every per-question matrix, n = 50.
 
-Usage: python benchmarks/coreset_eval_all.py [DATA_DIR] [--trials T] [-n N]
+Usage: python benchmarks/coreset_eval_all.py [--data-dir DIR] [--trials T] [-n N]
        [--methods a,b] [--splits interpolation,extrapolation,frontier] [--jobs J]
 
 For each split, prints a Markdown table with one row per method: its EGR
@@ -15,9 +15,9 @@ weighted mean, the baseline the default must not lose to.
 
 import argparse
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
 from benchsel.coreset.evaluate import evaluate_coresets
@@ -26,8 +26,7 @@ from benchsel.coreset.methods import METHODS
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", nargs="?",
-                        default=str(Path(__file__).parents[2] / "shared/data/questions"))
+    add_data_dir(parser)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("-n", type=int, default=50)
     parser.add_argument("--methods", default="all")
@@ -36,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     methods = [m for m in (METHODS if args.methods == "all" else args.methods.split(","))
                if m != "random-sampling"]
-    paths = sorted(Path(args.data_dir).glob("*.npz"))
+    paths = sorted(args.data_dir.glob("*.npz"))
     for split in args.splits.split(","):
         egr = {m: [] for m in methods}
         cover = {m: [] for m in methods}

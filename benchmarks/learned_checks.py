@@ -13,15 +13,15 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
+from _data import QUESTIONS, add_data_dir
 from threadpoolctl import threadpool_limits
 
 from benchsel.coreset.evaluate import model_split
 from benchsel.coreset.learned import DoubleOptimize, LassoCoreset
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+SHARED = QUESTIONS  # --data-dir
 TUNING_FILES = ("glue_mrpc", "helm_gsm8k", "helm_math", "openllm_arc_challenge")
 
 
@@ -61,7 +61,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lasso", action="store_true")
     parser.add_argument("--double-optimize", action="store_true")
+    add_data_dir(parser)
     args = parser.parse_args()
+    global SHARED
+    SHARED = args.data_dir
     with threadpool_limits(1):
         if args.lasso:
             lasso_support()

@@ -3,7 +3,7 @@
 What it measures
 ----------------
 For each real per-question matrix (``scores``: models x questions, 0/1;
-``/work/shared/data/questions/*.npz``), replayed through lm-eval 0.4.x by the
+the bundled per-question sets, or ``--data-dir``), replayed through lm-eval 0.4.x by the
 weightless model ``benchsel-fake`` (tests/lmeval/fake_lm.py: with
 ``replay=<npz>,row=<i>`` it answers doc ``q`` right iff ``scores[i, q] == 1``),
 the whole user loop is run with real files and the real CLIs:
@@ -23,7 +23,7 @@ the whole user loop is run with real files and the real CLIs:
    once, into a pool folder; each split's RUNS folder holds hard links to its
    source models' result and sample files (so each RUNS folder is exactly
    what lm-eval would have written had only those models been run).
-4. ``benchsel plan RUNS --level questions --lm-eval-task T -n N -o plan.json
+4. ``benchsel plan RUNS --kind questions --lm-eval-task T -n N -o plan.json
    --emit-lm-eval-samples samples.json --json [--method M] --seed S`` (the real
    ``benchsel`` executable, a subprocess).
 5. lm-eval runs every held-out model with ``--samples samples.json --log_samples``
@@ -96,6 +96,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _data import QUESTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -109,7 +110,7 @@ from benchsel.coreset.methods import make_method  # noqa: E402
 from benchsel.plan import load_plan  # noqa: E402
 
 DEFAULT_FILES = "helm_mmlu,helm_gsm8k"
-DATA_DIR = ROOT.parent / "shared" / "data" / "questions"
+DATA_DIR = QUESTIONS
 QUANTILE_LEVEL = 0.9
 
 
@@ -251,7 +252,7 @@ def run_split(args, ctx: dict, split: str, trial: int, src, held, notes: list[st
     link_runs(pool, runs, src)
     plan_path, samples_path = base / "plan.json", base / "samples.json"
     seed = args.seed + trial
-    plan_argv = ["plan", runs, "--level", "questions", "--lm-eval-task", task, "-n", args.n,
+    plan_argv = ["plan", runs, "--kind", "questions", "--lm-eval-task", task, "-n", args.n,
                  "-o", plan_path, "--emit-lm-eval-samples", samples_path, "--json",
                  "--seed", seed]
     if args.method:

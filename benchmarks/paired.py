@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _data import add_data_dir
 
 from benchsel.evaluation.paired import paired_difference
 from benchsel.io import read_scores
 from benchsel.matrix import DataWarning
-
-QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
 
 
 def main() -> None:
@@ -29,10 +27,11 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=100)
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    add_data_dir(parser)
     args = parser.parse_args()
     warnings.simplefilter("ignore", DataWarning)  # repeated model names, renumbered
     print(f"{'file':<24}{'models':>7}{'questions':>10}{'coverage 90%':>14}{'mean width':>12}")
-    for path in sorted(QUESTIONS.glob("*.npz")):
+    for path in sorted(args.data_dir.glob("*.npz")):
         scores = read_scores(path)
         rng = np.random.default_rng(args.seed)
         hits, widths = [], []

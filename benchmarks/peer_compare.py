@@ -33,13 +33,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _data import add_data_dir
 from scipy.special import ndtri
 
 from benchsel.coreset.evaluate import run_trial
 from benchsel.coreset.methods import DEFAULT_METHOD
 from benchsel.io import read_scores
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
 WORKER = Path(__file__).resolve().parent / "peer_worker.py"
 Z90 = float(ndtri(0.95))  # half-width of a central 90% interval, in standard deviations
 
@@ -167,8 +167,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer-python", required=True,
                         help="python of an environment with benchpred installed")
-    parser.add_argument("--data-dir", default=str(SHARED),
-                        help="folder of per-question .npz matrices (default: the shared ones)")
+    add_data_dir(parser)
     parser.add_argument("--files", default=None,
                         help="comma-separated names in --data-dir (default: all)")
     parser.add_argument("--splits", default="interpolation,extrapolation,frontier")

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+from _data import add_data_dir
 
 
 def _timed(args: list[str], limit: float) -> str:
@@ -63,6 +62,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2,
                         help="workers for the second timing of complete and cv (1: none)")
     parser.add_argument("--covariance", default="auto", help="cv: covariance estimator")
+    add_data_dir(parser)
     args = parser.parse_args()
     only = args.only.split(",")
     cov = [] if args.covariance == "auto" else ["--covariance", args.covariance]
@@ -73,7 +73,7 @@ def main() -> None:
             label = " ".join(["evaluate merged --protocol complete", *extra])
             wall = _timed(['evaluate', 'merged', '--protocol', 'complete', *extra], args.limit)
             print(f"{label:<64}{wall:>16}  20 s", flush=True)
-    arc = SHARED / "openllm_arc_challenge.npz"
+    arc = args.data_dir / "openllm_arc_challenge.npz"
     if "coreset" in only and arc.exists():
         print(f"{'coreset-eval openllm_arc_challenge (all methods, 10 trials)':<64}"
               f"{_timed(['coreset-eval', str(arc)], args.limit):>16}  60 s", flush=True)

@@ -1,6 +1,6 @@
 """How much a one-per-stratum question draw can beat uniform sampling, computed exactly.
 
-Usage: python benchmarks/stratification_bound.py [DATA_DIR] [-n N] [--trials T]
+Usage: python benchmarks/stratification_bound.py [--data-dir DIR] [-n N] [--trials T]
 
 For each per-question file and split (the splits of ``benchsel coreset-eval``:
 ``benchsel.coreset.evaluate.model_split``), the design standard deviation of
@@ -27,9 +27,9 @@ target's individual answers beyond their stratum.
 
 import argparse
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
 from benchsel.coreset._base import difficulty_strata
@@ -66,14 +66,13 @@ def oracle_strata(targets: np.ndarray, n: int) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", nargs="?",
-                        default=str(Path(__file__).parents[2] / "shared/data/questions"))
+    add_data_dir(parser)
     parser.add_argument("-n", type=int, default=50)
     parser.add_argument("--trials", type=int, default=10)
     args = parser.parse_args()
     print("| file | split | difficulty strata (the default's draw) | oracle strata |")
     print("|---|---|---|---|")
-    for path in sorted(Path(args.data_dir).glob("*.npz")):
+    for path in sorted(args.data_dir.glob("*.npz")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
             values = read_scores(path).values

@@ -22,10 +22,11 @@ checks whether its figure came from the matrix that still had them.
 import argparse
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _data import LEADERBOARDS as BUNDLED_LEADERBOARDS
+from _data import add_data_dir
 
 import benchsel
 from benchsel import ConvergenceWarning
@@ -34,7 +35,7 @@ from benchsel.evaluation import cross_validate
 OBJ = ("mi", "entropy", "random")
 #: Smola (2026), Table 4, MERGED (Gaussian conditional mean, R^2 at k = 5).
 TABLE4 = {"mi": 0.51, "entropy": 0.35, "random": 0.53}
-LEADERBOARDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "leaderboards"
+LEADERBOARDS = BUNDLED_LEADERBOARDS  # --data-dir
 #: Auxiliary columns of the first published MERGED, each after the score it follows.
 AUXILIARY = {
     ("alpaca_eval", "alpaca_eval.csv", "win_rate"): {
@@ -80,7 +81,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--splitter", choices=("default", "paper"), default="default")
     parser.add_argument("--auxiliary", action="store_true")
+    add_data_dir(parser, BUNDLED_LEADERBOARDS)
     args = parser.parse_args()
+    global LEADERBOARDS
+    LEADERBOARDS = args.data_dir
     warnings.simplefilter("ignore", ConvergenceWarning)
     data = benchsel.load_dataset("merged")
     label = "MERGED"

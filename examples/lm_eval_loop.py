@@ -6,7 +6,7 @@ checkpoint. This script runs the same commands the README lists -- the real
 of loading weights, each "model" is lm-eval model class registered from
 ``tests/lmeval/fake_lm.py`` that answers every question exactly as a real
 model did in a released per-question matrix (HELM MMLU by default, 83 models x
-567 questions, ``../shared/data/questions``). So the files are the ones
+567 questions, bundled with benchsel). So the files are the ones
 lm-eval writes, and the "true" full-task accuracy of each new model is known.
 
     python examples/lm_eval_loop.py                     # 60 past models, 3 new ones
@@ -26,13 +26,15 @@ import json
 import subprocess
 import sys
 import tempfile
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-DATA = ROOT.parent / "shared" / "data" / "questions"
+# The per-question matrices bundled with the package (`benchsel datasets`).
+DATA = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))
 
 
 def show(cmd: list[str], output: str) -> None:
@@ -52,7 +54,9 @@ def benchsel(*args) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--file", default="helm_mmlu.npz", help="per-question matrix to replay")
+    parser.add_argument("--file", default="helm_mmlu.npz",
+                        help="per-question matrix to replay: a bundled one's file name "
+                        "(helm_mmlu.npz, glue_rte.npz, ...) or a path")
     parser.add_argument("--sources", type=int, default=60, help="past models (default 60)")
     parser.add_argument("--new", type=int, help="new models (default 3; 5 with --frontier)")
     parser.add_argument("--frontier", action="store_true",
@@ -95,7 +99,7 @@ def main(argv=None) -> int:
 
     lm_eval(past, work / "runs")
     plan, samples = work / "plan.json", work / "samples.json"
-    benchsel("plan", work / "runs", "--level", "questions", "--lm-eval-task", task,
+    benchsel("plan", work / "runs", "--kind", "questions", "--lm-eval-task", task,
              "-n", args.n, "-o", plan, "--emit-lm-eval-samples", samples)
     lm_eval(new, work / "new", samples=samples)
     out = json.loads(benchsel("predict", "--plan", plan, "--observed", work / "new", "--json"))

@@ -217,10 +217,10 @@ def test_predict_means_are_within_the_data_range(capsys):
 
 
 def test_predict_lower_level_gives_narrower_intervals(capsys):
-    """``--level 0.5`` intervals are narrower than 0.9 ones around the same means."""
+    """``--coverage 0.5`` intervals are narrower than 0.9 ones around the same means."""
     wide = predictions(run_json(capsys, "predict", "helm_lite", "--observed", OBSERVED_SPEC))
     narrow = predictions(run_json(
-        capsys, "predict", "helm_lite", "--observed", OBSERVED_SPEC, "--level", 0.5))
+        capsys, "predict", "helm_lite", "--observed", OBSERVED_SPEC, "--coverage", 0.5))
     assert set(wide) == set(narrow)
     for name in wide:
         assert narrow[name]["mean"] == pytest.approx(wide[name]["mean"])
@@ -365,6 +365,7 @@ def test_output_refuses_to_overwrite_the_data_file(capsys, tmp_path):
         [],
         ["select", "helm_lite", "-k", "0"],
         ["select", "helm_lite", "-k", "2", "--objective", "best"],
+        ["predict", "helm_lite", "--observed", "GSM8K=0.5", "--coverage", "1.5"],
         ["predict", "helm_lite", "--observed", "GSM8K=0.5", "--level", "1.5"],
         ["predict", "helm_lite"],
         ["spectrum"],
@@ -471,3 +472,17 @@ def test_evaluate_with_another_predictor_reports_it_and_auto_choices(capsys):
     code, _, err = run(capsys, "evaluate", "helm_lite", "--protocol", "complete",
                        "--predictor", "gp")
     assert code != 0 and "--predictor is not supported by the complete protocol" in err
+
+
+def test_the_old_level_flag_still_works_and_says_what_it_is_now(capsys, tmp_path):
+    """--level meant plan kind in `plan` and coverage elsewhere: now --kind and --coverage."""
+    new = run_json(capsys, "predict", "helm_lite", "--observed", OBSERVED_SPEC, "--coverage",
+                   0.5, "--method", "gaussian")
+    assert main(["predict", "helm_lite", "--observed", OBSERVED_SPEC, "--level", "0.5",
+                 "--method", "gaussian", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == new
+    assert "--level is now --coverage" in out.err
+    assert main(["plan", "helm_lite", "--level", "benchmarks", "-k", "2", "-o",
+                 str(tmp_path / "p.json")]) == 0
+    assert "--level is now --kind" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """Learned question-level methods: fast paths against slow, obviously correct references."""
 
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from benchsel.coreset.learned import (
     top_mask,
 )
 
-QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
+QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))
 
 
 def irt_scores(m=60, n=120, seed=0):
@@ -206,7 +207,6 @@ def test_lasso_coreset_is_the_support_of_a_lasso_with_n_weights():
     np.testing.assert_allclose(mean, x[40:][:, support] @ method.coef_[support] + method.intercept_)
 
 
-@pytest.mark.skipif(not QUESTIONS.exists(), reason="shared per-question data not found")
 @pytest.mark.parametrize("name, trial", [("glue_mrpc", 1), ("helm_gsm8k", 5),
                                          ("helm_openbookqa", 0)])
 def test_lasso_reaches_exactly_n_on_real_binary_scores(name, trial):

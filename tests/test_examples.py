@@ -48,8 +48,6 @@ def test_quickstart_example_runs():
 def test_lm_eval_loop_example_runs(tmp_path):
     pytest = __import__("pytest")
     pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm_eval) is not installed")
-    if not (ROOT.parent / "shared" / "data" / "questions").is_dir():
-        pytest.skip("shared per-question data not found (the example reads it)")
     import numpy as np
 
     # The frontier case: the two new models are the strongest of the matrix.
@@ -62,7 +60,9 @@ def test_lm_eval_loop_example_runs(tmp_path):
     assert "$ benchsel plan" in out.stdout and "$ benchsel predict --plan" in out.stdout
     table = out.stdout.split("mean of its answers\n", 1)[1].splitlines()[:2]
     assert len(table) == 2 and all(line.startswith("model-") for line in table)
-    with np.load(ROOT.parent / "shared/data/questions/helm_mmlu.npz") as z:
+    from benchsel.datasets import bundled_path
+
+    with np.load(bundled_path("helm_mmlu")) as z:
         strongest = np.argsort(z["scores"][:, :80].mean(axis=1), kind="stable")[-2:]
     assert {int(line.split()[0].split("-")[1]) for line in table} == set(strongest.tolist())
     assert "mean |error|: predicted" in out.stdout

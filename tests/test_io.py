@@ -590,6 +590,18 @@ def test_bundled_copy_matches_shared_data(name):
     )
 
 
+@needs_shared
+@pytest.mark.parametrize("info", list_datasets("questions"), ids=lambda info: info.name)
+def test_bundled_question_sets_are_the_shared_files(info):
+    """Byte for byte, and loaded with items named <name>/<doc_id>, scores unchanged."""
+    shared = SHARED / "questions" / f"{info.name}.npz"
+    assert benchsel.datasets.bundled_path(info.name).read_bytes() == shared.read_bytes()
+    scores = load_dataset(info.name)
+    with np.load(shared) as z:
+        np.testing.assert_array_equal(scores.values, z["scores"].astype(float))
+    assert scores.items[:2] == (f"{info.name}/0", f"{info.name}/1")
+
+
 # --------------------------------------------------------------- ScoreMatrix
 def small_matrix() -> ScoreMatrix:
     """A 3 x 2 matrix with one missing cell."""

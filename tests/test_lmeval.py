@@ -139,7 +139,7 @@ def test_emit_samples_checks_the_task_name(lm_eval_runs, tmp_path, capsys):
 def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
     """runs -> plan -> lm-eval --samples on a new model -> predict --plan."""
     plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
-    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions",
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--kind", "questions",
                        "--lm-eval-task", "bs_mc_a,bs_gen", "-n", 12, "-o", plan,
                        "--emit-lm-eval-samples", samples, "--json")
     wanted = json.loads(samples.read_text())
@@ -187,7 +187,7 @@ def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
 def test_question_level_loop_refuses_a_run_that_misses_planned_questions(
         lm_eval_runs, tmp_path, capsys):
     plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
-    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions", "--lm-eval-task",
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--kind", "questions", "--lm-eval-task",
              "bs_mc_a", "-n", 8, "-o", plan, "--emit-lm-eval-samples", samples, "--json")
     docs = json.loads(samples.read_text())["bs_mc_a"]
     new = run_new(lm_eval_runs, tmp_path / "new", "m", 0.0, ["bs_mc_a"],
@@ -216,7 +216,7 @@ def test_benchmark_level_loop_with_results_json(lm_eval_runs, tmp_path, capsys):
 def test_mixed_loop(lm_eval_runs, tmp_path, capsys):
     """bs_mc_b in full, questions of bs_gen; bs_mc_a and bs_gen predicted from both."""
     plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
-    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "mixed", "-k", 1,
+    summary = cli_json(capsys, "plan", lm_eval_runs.runs, "--kind", "mixed", "-k", 1,
                        "--exclude", "bs_mc_a/acc,none", "--lm-eval-task", "bs_gen", "-n", 10,
                        "-o", plan, "--emit-lm-eval-samples", samples, "--json")
     assert summary["run_in_full"] == ["bs_mc_b/acc,none"]
@@ -246,7 +246,7 @@ def test_answers_are_matched_by_doc_id_not_by_log_order(lm_eval_runs, tmp_path, 
     from benchsel.plan import Plan
 
     plan, samples = tmp_path / "plan.json", tmp_path / "samples.json"
-    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "questions", "--lm-eval-task",
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--kind", "questions", "--lm-eval-task",
              "bs_mc_a", "-n", 10, "--method", "gaussian-greedy", "-o", plan,
              "--emit-lm-eval-samples", samples, "--json")
     part = Plan.load(plan).tasks["bs_mc_a"]
@@ -297,7 +297,7 @@ def test_the_plans_metric_and_filter_are_read_at_predict_time(lm_eval_runs, tmp_
 def test_mixed_plan_uses_full_runs_and_refuses_models_without_the_sampled_tasks(
         lm_eval_runs, tmp_path, capsys):
     plan, samples = tmp_path / "plan.json", tmp_path / "s.json"
-    cli_json(capsys, "plan", lm_eval_runs.runs, "--level", "mixed", "-k", 1, "--include",
+    cli_json(capsys, "plan", lm_eval_runs.runs, "--kind", "mixed", "-k", 1, "--include",
              "bs_gen", "--lm-eval-filter", "bs_gen=flex", "--lm-eval-task", "bs_mc_a", "-n", 10,
              "-o", plan, "--emit-lm-eval-samples", samples, "--json")
     capsys.readouterr()
@@ -309,7 +309,7 @@ def test_mixed_plan_uses_full_runs_and_refuses_models_without_the_sampled_tasks(
     assert main(["predict", "--plan", str(plan), "--observed", str(new), "--observed",
                  str(other)]) == 1
     assert "'o': no run of the plan's sampled task(s) 'bs_mc_a'" in capsys.readouterr().err
-    assert main(["plan", str(lm_eval_runs.runs), "--level", "mixed", "-k", "1",
+    assert main(["plan", str(lm_eval_runs.runs), "--kind", "mixed", "-k", "1",
                  "--lm-eval-task", "bs_mc_a", "--transform", "logit", "-o",
                  str(tmp_path / "x.json")]) == 1
     assert "use no --transform" in capsys.readouterr().err
@@ -335,7 +335,7 @@ def test_outputs_never_replace_inputs(lm_eval_runs, tmp_path, capsys):
     assert "refusing to write inside the input folder" in capsys.readouterr().err
     assert inside.read_text() == before
     with pytest.raises(SystemExit):
-        main(["plan", str(runs_dir), "--level", "questions", "--lm-eval-task", "bs_mc_a",
+        main(["plan", str(runs_dir), "--kind", "questions", "--lm-eval-task", "bs_mc_a",
               "-o", str(tmp_path / "same.json"), "--emit-lm-eval-samples",
               str(tmp_path / "same.json")])
     assert "name the same file" in capsys.readouterr().err
@@ -393,11 +393,11 @@ def test_coreset_and_plan_read_logs_in_parallel_with_the_same_result(lm_eval_run
     plans = []
     for extra in ([], ["--jobs", "2"]):
         out = tmp_path / f"plan{len(extra)}.json"
-        assert main(["plan", str(runs), "--level", "questions", "--lm-eval-task", task,
+        assert main(["plan", str(runs), "--kind", "questions", "--lm-eval-task", task,
                      "-n", "5", "-o", str(out), *extra]) == 0
         plans.append(json.loads(out.read_text()))
     assert plans[0]["tasks"] == plans[1]["tasks"]
     with pytest.raises(SystemExit) as stop:
         main(["plan", str(runs), "-k", "1", "-o", str(tmp_path / "b.json"), "--jobs", "2"])
     assert stop.value.code == 2
-    assert "--jobs belongs to --level questions" in capsys.readouterr().err
+    assert "--jobs belongs to --kind questions" in capsys.readouterr().err

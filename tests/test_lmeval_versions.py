@@ -111,7 +111,7 @@ def test_plan_and_predict_on_old_layouts(version_dir, capsys, tmp_path):
     assert [p["benchmark"] for p in out["predictions"]] == ["bs_gen/exact_match,strict"]
     # Question level: a full run of the planned task is read by doc id (0.4.5 logs carry
     # no filter key: the filter comes from the line's position).
-    assert main(["plan", str(version_dir / "runs"), "--level", "questions", "--lm-eval-task",
+    assert main(["plan", str(version_dir / "runs"), "--kind", "questions", "--lm-eval-task",
                  "bs_gen", "--lm-eval-filter", "flex", "-n", "3", "--method",
                  "random-sampling", "-o", str(plan)]) == 0
     capsys.readouterr()

@@ -1,6 +1,7 @@
 """The plan file: round trip, rebuild checks, damaged and foreign files, allocation."""
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,7 @@ from benchsel.plan import (
 )
 from benchsel.plan._format import decode_array, encode_array
 
-QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
-needs_questions = pytest.mark.skipif(not QUESTIONS.is_dir(),
-                                     reason="shared per-question data not found")
+QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))
 
 
 def _task(name: str, file: str, rows=slice(0, 60)):
@@ -61,7 +60,6 @@ def test_benchmark_plan_round_trip_predicts_as_the_fitted_model(tmp_path):
     np.testing.assert_allclose(b.high, a.high, rtol=1e-12)
 
 
-@needs_questions
 def test_question_plan_round_trip_matches_by_doc_id(tmp_path):
     source = _task("gsm", "helm_gsm8k.npz")
     # Columns out of doc order: the plan must sort them and still match by doc id.
@@ -87,7 +85,6 @@ def test_question_plan_round_trip_matches_by_doc_id(tmp_path):
     assert 0 <= a.low[0, 0] <= a.mean[0, 0] <= a.high[0, 0] <= 1
 
 
-@needs_questions
 def test_question_plan_reports_missing_extra_and_full_runs(tmp_path):
     plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=20)
     target = read_scores(QUESTIONS / "helm_gsm8k.npz").values[75]
@@ -103,7 +100,6 @@ def test_question_plan_reports_missing_extra_and_full_runs(tmp_path):
         plan.predict_questions({"m": {}})
 
 
-@needs_questions
 def test_damaged_and_foreign_plans_say_what_is_wrong(tmp_path):
     plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=20)
     path = tmp_path / "plan.json"
@@ -164,7 +160,6 @@ def test_error_curve_recovers_sampling_error():
     assert a < 0.2 * expected / 10 and b == pytest.approx(expected, rel=0.35)
 
 
-@needs_questions
 def test_plan_questions_with_a_total_budget():
     tasks = {"gsm": _task("gsm", "helm_gsm8k.npz"), "math": _task("math", "helm_math.npz")}
     plan = plan_questions(tasks, total=60, seed=2)
@@ -213,7 +208,6 @@ def test_noisy_measurements_condition_as_an_augmented_gaussian():
     assert var[0, 2] > 0 and mu[0, 2] != -1.0  # the noisy cell is predicted, not copied
 
 
-@needs_questions
 def test_mixed_plan_feeds_task_estimates_into_the_leaderboard_model(tmp_path):
     """A board whose two columns are the mean scores of two real question-level tasks."""
     gsm, math = _task("gsm", "helm_gsm8k.npz", slice(None)), _task(
@@ -256,10 +250,10 @@ def test_cli_plan_and_predict_usage_errors(tmp_path, capsys):
         (["predict", "--plan", str(plan), "--bounds", "0,1", "--observed", "GSM8K=0.5"],
          "a plan carries its bounds"),
         (["plan", "helm_lite", "-k", "2", "-n", "5", "-o", str(tmp_path / "q.json")],
-         "-n belongs to --level questions"),
-        (["plan", "helm_lite", "--level", "questions", "-k", "2", "-o",
-          str(tmp_path / "q.json")], "-k belongs to --level benchmarks or mixed"),
-        (["plan", "helm_lite", "--level", "mixed", "-k", "2", "-o", str(tmp_path / "q.json")],
+         "-n belongs to --kind questions"),
+        (["plan", "helm_lite", "--kind", "questions", "-k", "2", "-o",
+          str(tmp_path / "q.json")], "-k belongs to --kind benchmarks or mixed"),
+        (["plan", "helm_lite", "--kind", "mixed", "-k", "2", "-o", str(tmp_path / "q.json")],
          "needs DATA to be a folder of lm-eval runs"),
     ):
         with pytest.raises(SystemExit) as exit_info:
@@ -298,7 +292,6 @@ def test_cli_predict_csv_is_the_filled_in_leaderboard(tmp_path, capsys):
     assert all(0 <= float(cells[i]) <= 1 for i in items)
 
 
-@needs_questions
 def test_negative_zero_scores_still_load(tmp_path):
     source = _task("gsm", "helm_gsm8k.npz")
     values = source.values.copy()
@@ -308,7 +301,6 @@ def test_negative_zero_scores_still_load(tmp_path):
     assert Plan.load(tmp_path / "p.json").tasks["gsm"].selected == plan.tasks["gsm"].selected
 
 
-@needs_questions
 def test_hand_edited_plans_name_the_file(tmp_path):
     plan = plan_questions({"gsm": _task("gsm", "helm_gsm8k.npz")}, n=10)
     path = tmp_path / "p.json"
@@ -330,7 +322,6 @@ def test_hand_edited_plans_name_the_file(tmp_path):
         assert str(info.value).startswith(str(bad))
 
 
-@needs_questions
 def test_total_budget_needs_enough_source_models():
     few = _task("gsm", "helm_gsm8k.npz", slice(0, 4))
     with pytest.raises(ValueError, match="--total .* needs at least 5; task\\(s\\) 'gsm'"):
@@ -338,7 +329,6 @@ def test_total_budget_needs_enough_source_models():
     assert plan_questions({"gsm": few}, n=20).tasks["gsm"].n == 20
 
 
-@needs_questions
 def test_cli_csv_question_columns_are_doc_ids(tmp_path, capsys):
     from benchsel.cli import main
 
@@ -348,13 +338,12 @@ def test_cli_csv_question_columns_are_doc_ids(tmp_path, capsys):
     frame.columns = [str(100 + 2 * j) for j in range(40)]  # doc ids 100, 102, ...
     frame.to_csv(path)
     samples = tmp_path / "s.json"
-    assert main(["plan", str(path), "--level", "questions", "-n", "5", "-o",
+    assert main(["plan", str(path), "--kind", "questions", "-n", "5", "-o",
                  str(tmp_path / "p.json"), "--emit-lm-eval-samples", str(samples)]) == 0
     docs = json.loads(samples.read_text())["gsm"]
     assert len(docs) == 5 and all(d >= 100 and d % 2 == 0 for d in docs)
 
 
-@needs_questions
 @pytest.mark.parametrize("answer", [0.0, 1.0])
 def test_question_plan_all_alike_answers_get_an_interval_of_positive_width(answer):
     """Every planned question right (or wrong): the interval holds the estimate, never [1, 1]."""

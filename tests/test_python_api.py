@@ -112,7 +112,7 @@ def test_lm_eval_plans_in_python_equal_the_cli(lm_eval_runs, tmp_path, capsys):
 
     runs = lm_eval_runs.runs
     path = tmp_path / "q.json"
-    cli_json(capsys, "plan", runs, "--level", "questions", "--lm-eval-task", "bs_mc_a,bs_gen",
+    cli_json(capsys, "plan", runs, "--kind", "questions", "--lm-eval-task", "bs_mc_a,bs_gen",
              "-n", 12, "-o", path, "--json")
     plan = benchsel.plan_questions(runs, tasks=["bs_mc_a", "bs_gen"], n=12)
     assert plan.questions == benchsel.load_plan(path).questions
@@ -128,7 +128,7 @@ def test_lm_eval_plans_in_python_equal_the_cli(lm_eval_runs, tmp_path, capsys):
     assert_same_predictions(got, printed)
 
     mixed = tmp_path / "m.json"
-    cli_json(capsys, "plan", runs, "--level", "mixed", "-k", 1, "--lm-eval-task", "bs_mc_a",
+    cli_json(capsys, "plan", runs, "--kind", "mixed", "-k", 1, "--lm-eval-task", "bs_mc_a",
              "--lm-eval-filter", "bs_gen=flex", "-n", 10, "-o", mixed, "--json")
     plan = benchsel.plan_mixed(runs, ["bs_mc_a"], k=1, n=10, filter={"bs_gen": "flex"})
     assert plan.run_in_full == benchsel.load_plan(mixed).run_in_full

@@ -118,6 +118,27 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
 
 
+class _Renamed(argparse.Action):
+    """An old spelling of a flag: stores into the new one's destination, with a warning."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        warnings.warn(f"{option_string} is now {self.new}; the old spelling goes in a later "
+                      "release", FutureWarning, stacklevel=2)
+        setattr(namespace, self.dest, values)
+
+
+def _add_coverage(p) -> None:
+    """--coverage, and its old spelling --level."""
+    p.add_argument("--coverage", type=_fraction, default=0.9,
+                   help="coverage of the central intervals (default 0.9)")
+    p.add_argument("--level", dest="coverage", type=_fraction, action=_Renamed,
+                   new="--coverage", help=argparse.SUPPRESS)
+
+
 def _k_value(text: str):
     """-k: a positive integer or 'auto'."""
     return "auto" if text == "auto" else _positive_int(text)
@@ -187,20 +208,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="decide what to run on a new model; save the plan "
                        "that 'predict --plan' reads")
     _add_data(p)
-    p.add_argument("--level", choices=["benchmarks", "questions", "mixed"],
-                   default="benchmarks",
+    kinds = ["benchmarks", "questions", "mixed"]
+    p.add_argument("--kind", choices=kinds, default="benchmarks",
                    help="benchmarks (default): run a few benchmarks of a leaderboard in full; "
-                   "questions: run a few questions of each lm-eval task; mixed: -k "
-                   "benchmarks in full and questions of the --lm-eval-task tasks, predict "
-                   "every other benchmark (DATA: lm-eval runs)")
+                   "questions: run a few questions of each lm-eval task (or of a "
+                   "per-question matrix); mixed: -k benchmarks in full and questions of the "
+                   "--lm-eval-task tasks, predict every other benchmark (DATA: lm-eval runs)")
+    p.add_argument("--level", dest="kind", choices=kinds, action=_Renamed, new="--kind",
+                   help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", required=True, metavar="PLAN.json",
                    help="the plan file to write (atomically)")
     p.add_argument("--json", action="store_true", help="print the plan's summary as JSON")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of every random choice (default 0); recorded in the plan")
-    _add_selection(p.add_argument_group("--level benchmarks or mixed (as in 'benchsel "
+    _add_selection(p.add_argument_group("--kind benchmarks or mixed (as in 'benchsel "
                                         "select')"))
-    g = p.add_argument_group("--level questions or mixed (DATA: lm-eval runs with "
+    g = p.add_argument_group("--kind questions or mixed (DATA: lm-eval runs with "
                              "--log_samples, or one task's models x questions NPZ/CSV)")
     g.add_argument("-n", type=_coreset_size,
                    help="questions per task, a count or a percentage such as 5%% "
@@ -228,8 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "results_<date>.json, samples_<task>_<date>.jsonl; repeat --observed for "
                    "several); a question-level plan needs the sample logs of the planned "
                    "questions")
-    p.add_argument("--level", type=_fraction, default=0.9,
-                   help="coverage of the central interval (default 0.9)")
+    _add_coverage(p)
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: the dual -- --observed gives a new benchmark's scores on "
                    "some models (model=score,...), and its score on every other model is "
@@ -426,8 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DATA is models x questions: the paired difference of A and B over "
                    "the questions both answered, with its standard error (and McNemar's test "
                    "for 0/1 scores); on by default with --lm-eval-task")
-    p.add_argument("--level", type=float, default=0.9,
-                   help="coverage of the central interval (default 0.9)")
+    _add_coverage(p)
     _add_output(p)
 
     p = sub.add_parser(
@@ -458,8 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "each refits the model)")
     p.add_argument("--threshold", type=float, default=5.0,
                    help="audit threshold on the robust leave-one-out z (default 5)")
-    p.add_argument("--level", type=_fraction, default=0.9,
-                   help="coverage of the intervals (default 0.9)")
+    _add_coverage(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the folds and resamples")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     p.add_argument("--json", action="store_true",
@@ -492,11 +512,11 @@ class _WarningPrinter:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    args = parser.parse_args(argv)
-    args.argv = argv  # recorded in plans
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _WarningPrinter()
+        args = parser.parse_args(argv)  # inside: an old flag's warning is printed as ours
+        args.argv = argv  # recorded in plans
         try:
             # The library is imported only now that there is a command to run.
             import numpy as np

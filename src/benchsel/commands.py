@@ -139,7 +139,7 @@ def _load(args):
         if task:
             if "," in task:
                 raise ValueError(f"--lm-eval-task {task!r}: this command reads one task; "
-                                 "'benchsel plan --level questions' takes several")
+                                 "'benchsel plan --kind questions' takes several")
             return task_sources(args.data, task, metric=metric, filter=filt,
                                 fan_out=_fan_out(args)).scores[task]
         return as_scores(args.data, metric=metric, filter=filt)
@@ -253,7 +253,7 @@ def cmd_predict(args) -> int:
     full_runs = level == "questions"
     payload = pred.to_dict(include_observed=full_runs)
     blocks = []
-    pct = f"{100 * args.level:g}%"
+    pct = f"{100 * args.coverage:g}%"
     what = "task" if level == "questions" else "model" if args.axis == "models" else "benchmark"
     for i, name in enumerate(pred.models):
         records = pred.records(i, include_observed=full_runs)
@@ -318,7 +318,7 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     from .prediction.memo import load_cached, save_cached
 
     load_cached(model)
-    pred = model.predict(observed, level=args.level, method=args.method)
+    pred = model.predict(observed, level=args.coverage, method=args.method)
     save_cached(model)
     if dual and pred.models == ["new model"]:
         pred = dataclasses.replace(pred, models=["new benchmark"])
@@ -342,7 +342,7 @@ def _predict_from_plan(args):
                           "plan predicts with the methods it was made with")
     with _as_flags(observed="--observed"):
         observations = observe(plan, args.observed)
-    return plan.predict(observations, coverage=args.level, method=args.method), plan.level
+    return plan.predict(observations, coverage=args.coverage, method=args.method), plan.level
 
 
 def _refuse_fit_options(args, message: str) -> None:
@@ -378,15 +378,15 @@ def cmd_plan(args) -> int:
             Path(args.emit_lm_eval_samples).resolve() == Path(args.output).resolve():
         raise UsageError("--emit-lm-eval-samples and -o name the same file; the plan and "
                           "lm-eval's --samples file are two files")
-    if args.level == "benchmarks":
+    if args.kind == "benchmarks":
         for flag, value in (("-n", args.n), ("--total", args.total),
                             ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
                             ("--lm-eval-task", args.lm_eval_task), ("--dask", args.dask),
                             ("--jobs", None if args.jobs == 1 else args.jobs)):
             if value is not None:
-                raise UsageError(f"{flag} belongs to --level questions")
+                raise UsageError(f"{flag} belongs to --kind questions")
         if args.method != "default":
-            raise UsageError("--method belongs to --level questions (benchmarks are selected by "
+            raise UsageError("--method belongs to --kind questions (benchmarks are selected by "
                               "--objective)")
         scores = _load(args)
         costs = _costs(args, scores.items)
@@ -400,34 +400,34 @@ def cmd_plan(args) -> int:
             covariance=args.covariance, transform=args.transform, bounds=args.bounds,
             calibration=args.calibration)
     else:
-        if args.level == "questions":
+        if args.kind == "questions":
             for flag, value in (("-k", args.k), ("--costs", args.costs),
                                 ("--budget", args.budget), ("--include", args.include),
                                 ("--exclude", args.exclude),
                                 ("--target-residual", args.target_residual)):
                 if value is not None:
-                    raise UsageError(f"{flag} belongs to --level benchmarks or mixed")
-            _refuse_fit_options(args, "{flag} belongs to --level benchmarks or mixed (the "
+                    raise UsageError(f"{flag} belongs to --kind benchmarks or mixed")
+            _refuse_fit_options(args, "{flag} belongs to --kind benchmarks or mixed (the "
                                 "leaderboard's Gaussian model)")
             if args.bounds != "infer":
-                raise UsageError("--bounds belongs to --level benchmarks or mixed; task "
+                raise UsageError("--bounds belongs to --kind benchmarks or mixed; task "
                                   "scores of per-question scores in [0, 1] stay in [0, 1]")
         if args.n is not None and args.total is not None:
             raise UsageError("give -n (questions per task) or --total (spread over the tasks), "
                               "not both")
-        if args.level == "mixed" and args.transform != "none":
+        if args.kind == "mixed" and args.transform != "none":
             raise ValueError("a mixed plan conditions on sampled task scores with their "
                              "standard errors, which works on raw scores only: use no "
                              "--transform")
-        if args.level == "mixed" and not is_lm_eval_data(args.data):
-            raise UsageError("--level mixed needs DATA to be a folder of lm-eval runs (full "
+        if args.kind == "mixed" and not is_lm_eval_data(args.data):
+            raise UsageError("--kind mixed needs DATA to be a folder of lm-eval runs (full "
                               "runs give the leaderboard, sample logs the questions)")
         with _workers(args):
             sources = _question_sources(args)
         questions = dict(n=None if args.total is not None else (args.n or "50"),
                          total=args.total, method=args.method, seed=args.seed,
                          metric=sources.metrics, filter=sources.filters, command=command)
-        if args.level == "questions":
+        if args.kind == "questions":
             plan = plan_questions(sources.scores, **questions)
         else:
             board = as_scores(args.data,
@@ -644,10 +644,10 @@ def cmd_compare(args) -> int:
             raise UsageError("--observed goes with --plan; without it A and B are rows of DATA")
         model, observed, names = _compare_rows(args)
     result = compare_models(model, observed[0], observed[1], names=tuple(names),
-                            level=args.level)
+                            level=args.coverage)
     payload = result.to_dict()
     payload["dataset"] = str(args.data if args.plan is None else args.plan)
-    pct = f"{100 * args.level:g}%"
+    pct = f"{100 * args.coverage:g}%"
     table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
               result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
              for j, name in enumerate(result.items)]
@@ -669,11 +669,11 @@ def _compare_paired(args) -> int:
     if args.data is None or args.models is None:
         raise UsageError("compare --paired takes DATA and --models A,B")
     scores, names = _two_models(args, _load(args))
-    result = paired_difference(scores, names[0], names[1], level=args.level)
+    result = paired_difference(scores, names[0], names[1], level=args.coverage)
     payload = {"dataset": str(args.data), "paired": result.to_dict()}
     text = (f"{names[1]} minus {names[0]} on the {result.questions} questions both answered: "
             f"{result.difference:+.4g} (standard error {result.std:.3g}; "
-            f"{100 * args.level:g}% interval {result.low:+.4g} to {result.high:+.4g}); "
+            f"{100 * args.coverage:g}% interval {result.low:+.4g} to {result.high:+.4g}); "
             f"P(B > A) = {result.p_b_better:.3f}\n"
             f"mean score {names[0]}: {result.mean_a:.4g}, {names[1]}: {result.mean_b:.4g}")
     if result.mcnemar_p is not None:
@@ -762,7 +762,7 @@ def cmd_report(args) -> int:
             scores, dataset=str(args.data if args.data is not None else args.plan),
             prediction=pred, k=args.k, folds=args.folds, k_max=args.k_max,
             bootstrap=args.bootstrap, threshold=args.threshold, covariance=args.covariance,
-            seed=args.seed, level=args.level, progress=progress)
+            seed=args.seed, level=args.coverage, progress=progress)
     finally:
         progress.close()
     try:
