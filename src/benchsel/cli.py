@@ -189,7 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"benchsel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("datasets", help="list the bundled leaderboards")
+    p = sub.add_parser("datasets", help="list the bundled leaderboards and per-question sets, "
+                       "or show one")
+    p.add_argument("name", nargs="?",
+                   help="a bundled dataset: its shape, its benchmarks (with how many models "
+                   "have each) and its models")
     _add_output(p)
 
     p = sub.add_parser("select", help="choose the k most informative benchmarks (or models)")

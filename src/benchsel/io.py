@@ -165,6 +165,15 @@ def _read_text(path: Path, sep: str) -> _Table:
     if not rows:
         raise ValueError(f"{path}: the file is empty; expected a header line")
     (_, header), body = rows[0], rows[1:]
+    if len(header) == 1 and sep == ",":
+        other = next((c for c in ";\t|" if c in header[0]), None)
+        if other is not None:
+            raise ValueError(f"{path}: the header is one column {header[0][:60]!r}; the file "
+                             f"looks {other!r}-separated: give sep={other!r} "
+                             f"(--sep {other!r})")
+    if header and not header[0] and all(header[1:]):
+        # pandas' DataFrame.to_csv writes its index under an empty name.
+        header, body = _pandas_index(header, body)
     for line, fields in body:
         if len(fields) != len(header):
             raise ValueError(
@@ -174,6 +183,16 @@ def _read_text(path: Path, sep: str) -> _Table:
     _check_header(path, header)
     cells = {name: [fields[j] for _, fields in body] for j, name in enumerate(header)}
     return _Table(path, header, cells, [f"line {line}" for line, _ in body])
+
+
+def _pandas_index(header: list[str], body: list) -> tuple[list[str], list]:
+    """A first column with no name (pandas' index): the model names, unless it only
+    counts rows 0, 1, 2, ... (a default index), which is dropped."""
+    first = [fields[0] if fields else "" for _, fields in body]
+    if first == [str(i) for i in range(len(body))]:
+        return header[1:], [(line, fields[1:]) for line, fields in body]
+    name = "model" if "model" not in header else "index"
+    return [name, *header[1:]], body
 
 
 def _check_header(path: Path, header: list[str]) -> None:
@@ -561,6 +580,9 @@ def parse_observed(spec: str) -> ScoreMatrix | dict[str, float]:
             return _as_scores(_json_object(path, "benchmarks to scores").items(), str(path))
         return read_scores(path, clean=False)
     if "=" not in spec:
+        if path.suffix.lower() in (".csv", ".tsv", ".tab", ".txt", ".json", ".jsonl",
+                                   ".parquet", ".pq", ".npz") or os.sep in spec:
+            raise ValueError(f"observed {spec}: no such file")
         raise ValueError(
             f"observed scores {spec!r}: not a file and not of the form "
             "'name=value,name=value'"

@@ -47,6 +47,27 @@ def _short_list(names: Iterable[str], limit: int = 10) -> str:
     return shown
 
 
+def closest_names(wanted: str, names: Iterable[str], limit: int = 3) -> list[str]:
+    """The valid names most like ``wanted``: case-insensitive, then close spellings."""
+    import difflib
+
+    names = [str(n) for n in names]
+    lower = {n.lower(): n for n in names}
+    exact = [lower[wanted.lower()]] if wanted.lower() in lower else []
+    close = difflib.get_close_matches(wanted.lower(), list(lower), n=limit, cutoff=0.6)
+    return list(dict.fromkeys(exact + [lower[c] for c in close]))[:limit]
+
+
+def did_you_mean(unknown: Sequence[str], names: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the first unknown name with a close valid one, else ''."""
+    names = list(names)
+    for name in unknown:
+        close = closest_names(str(name), names)
+        if close:
+            return f" (did you mean {' or '.join(repr(c) for c in close)} for {str(name)!r}?)"
+    return ""
+
+
 @dataclass(frozen=True, eq=False)
 class ScoreMatrix:
     """Scores of ``M`` models on ``N`` items, some of them missing.
@@ -180,8 +201,9 @@ class ScoreMatrix:
         unknown = [n for n in names if n not in self._index]
         if unknown:
             raise ValueError(
-                f"{self._where()}unknown {what} name(s): {_short_list(unknown)}; "
-                f"valid names are: {_short_list(self.items, limit=60)}"
+                f"{self._where()}unknown {what} name(s): {_short_list(unknown)}"
+                f"{did_you_mean(unknown, self.items)}; valid names are: "
+                f"{_short_list(self.items, limit=60)}"
             )
         return np.array([self._index[n] for n in names], dtype=np.intp)
 

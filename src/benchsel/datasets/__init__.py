@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..io import read_scores
-from ..matrix import DataWarning, ScoreMatrix
+from ..matrix import DataWarning, ScoreMatrix, did_you_mean
 
 __all__ = ["KINDS", "DatasetInfo", "bundled_path", "load_dataset", "list_datasets",
            "resolve_data"]
@@ -109,7 +109,8 @@ def load_dataset(name: str) -> ScoreMatrix:
         info = _DATASETS[name]
     except KeyError:
         raise ValueError(
-            f"unknown dataset {name!r}; bundled datasets are: {', '.join(_DATASETS)}"
+            f"unknown dataset {name!r}{did_you_mean([name], _DATASETS)}; bundled datasets "
+            f"are: {', '.join(_DATASETS)} ('benchsel datasets' lists them)"
         ) from None
     with warnings.catch_warnings():
         # The Open LLM sets hold a few models evaluated twice; they are numbered
@@ -138,6 +139,6 @@ def resolve_data(spec: str | os.PathLike, **read_options) -> ScoreMatrix:
     if str(spec) in _DATASETS:
         return load_dataset(str(spec))
     raise FileNotFoundError(
-        f"{spec}: no such file, and not a bundled dataset "
-        f"(bundled: {', '.join(_DATASETS)})"
+        f"{spec}: no such file, and not a bundled dataset{did_you_mean([str(spec)], _DATASETS)} "
+        f"(bundled: {', '.join(_DATASETS)}; 'benchsel datasets' lists them)"
     )

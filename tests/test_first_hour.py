@@ -1,0 +1,78 @@
+"""What a newcomer meets first: names to find, files as people write them, clear misses."""
+
+import json
+
+import pytest
+
+import benchsel
+from benchsel.cli import main
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_datasets_name_shows_a_board_its_benchmarks_and_models(capsys):
+    code, out, _ = run(capsys, "datasets", "helm_lite")
+    assert code == 0
+    assert "30 models x 11 benchmarks, 100.0% of the cells observed" in out
+    assert "MedQA" in out and "Yi (34B)" in out
+    code, out, _ = run(capsys, "datasets", "merged", "--json")
+    payload = json.loads(out)
+    assert payload["models"] == 118 and len(payload["model_names"]) == 118
+    # How many models have each benchmark: MERGED is 31% observed, so not all.
+    assert max(payload["item_models"].values()) <= 118
+    assert min(payload["item_models"].values()) < 118
+    code, out, _ = run(capsys, "datasets", "helm_mmlu")
+    assert code == 0 and "83 models x 567 questions" in out
+
+
+def test_every_kind_of_name_error_suggests_the_closest_names(capsys):
+    code, _, err = run(capsys, "datasets", "helm_mmlx")
+    assert code == 1 and "did you mean 'helm_mmlu'" in err and "'benchsel datasets'" in err
+    code, _, err = run(capsys, "select", "mtab", "-k", "2")
+    assert code == 1 and "no such file" in err and "did you mean 'mteb'" in err
+    code, _, err = run(capsys, "predict", "helm_lite", "--observed", "math=0.5")
+    assert code == 1 and "did you mean 'MATH' for 'math'" in err
+
+
+def test_a_leaderboard_written_by_pandas_reads_as_written(tmp_path):
+    board = benchsel.load_dataset("helm_lite")
+    frame = board.to_frame()
+    frame.index.name = None  # to_csv then writes an empty first header cell
+    named = tmp_path / "index.csv"
+    frame.to_csv(named)
+    numbered = tmp_path / "numbered.csv"  # a default 0, 1, ... index and a name column
+    frame.rename_axis("name").reset_index().to_csv(numbered)
+    for path in (named, numbered):
+        scores = benchsel.read_scores(path)
+        assert scores.models == board.models and scores.items == board.items
+    plan = benchsel.plan_benchmarks(named, k=2, prepare_auto=False)
+    assert plan.run_in_full == benchsel.plan_benchmarks(board, k=2,
+                                                       prepare_auto=False).run_in_full
+
+
+def test_a_semicolon_file_says_which_separator_to_give(tmp_path, capsys):
+    path = tmp_path / "board.csv"
+    benchsel.load_dataset("helm_lite").to_frame().to_csv(path, sep=";")
+    code, _, err = run(capsys, "select", path, "-k", "2")
+    assert code == 1 and "looks ';'-separated" in err and "--sep ';'" in err
+    assert run(capsys, "select", path, "-k", "2", "--sep", ";")[0] == 0
+
+
+def test_missing_files_are_called_missing(capsys, tmp_path):
+    code, _, err = run(capsys, "predict", "helm_lite", "--observed", "new_model.csv")
+    assert code == 1 and "--observed new_model.csv: no such file" in err
+    code, _, err = run(capsys, "plan", tmp_path / "runs", "--kind", "questions",
+                       "--lm-eval-task", "a,b", "-o", tmp_path / "p.json")
+    assert code == 1 and "runs: no such file" in err and "holds one task" not in err
+
+
+def test_a_bundled_per_question_set_is_a_data_argument(capsys):
+    code, out, _ = run(capsys, "coreset", "glue_rte", "-n", "10")
+    assert code == 0 and "10 of 277 questions" in out and "glue_rte/" in out
+    assert {d.kind for d in benchsel.list_datasets()} == {"leaderboard", "questions"}
+    with pytest.raises(ValueError, match="kind must be one of leaderboard, questions"):
+        benchsel.list_datasets("boards")
