@@ -76,3 +76,23 @@ def test_a_bundled_per_question_set_is_a_data_argument(capsys):
     assert {d.kind for d in benchsel.list_datasets()} == {"leaderboard", "questions"}
     with pytest.raises(ValueError, match="kind must be one of leaderboard, questions"):
         benchsel.list_datasets("boards")
+
+
+def test_an_aggregate_column_is_not_chosen_unless_asked_for(capsys):
+    """HELM Lite's "Mean win rate" summarises the others: MI would pick it first."""
+    code, out, err = run(capsys, "select", "helm_lite", "-k", "3", "--json")
+    payload = json.loads(out)
+    assert "Mean win rate" not in payload["selected"]
+    assert "Mean win rate" in payload["aggregates_left_out"] and "--keep-aggregates" in err
+    code, out, _ = run(capsys, "select", "helm_lite", "-k", "3", "--keep-aggregates", "--json")
+    assert json.loads(out)["selected"][0] == "Mean win rate"
+    # The exhaustive MI oracle searches only what the selection may choose.
+    assert payload["certificate"]["oracle_fraction"] <= 1
+    assert "Mean win rate" not in payload["certificate"]["oracle_best"]
+    # A real benchmark named for its metric is not an aggregate.
+    from benchsel.aggregates import aggregate_columns
+
+    alpaca = benchsel.load_dataset("alpaca_eval")
+    assert aggregate_columns(alpaca.values, alpaca.items) == {}
+    merged = benchsel.load_dataset("merged")
+    assert list(aggregate_columns(merged.values, merged.items)) == ["helm/Mean win rate"]

@@ -111,6 +111,10 @@ def _add_selection(p) -> None:
     p.add_argument("--budget", type=float, help="total cost cap (needs --costs)")
     p.add_argument("--target-residual", type=_fraction,
                    help="stop once the unexplained variance fraction is at most this")
+    p.add_argument("--keep-aggregates", action="store_true",
+                   help="let a column that aggregates the others (a mean win rate, an "
+                   "average, a rank) be chosen; by default it is left out of the choice (no "
+                   "new model can be run on it) and still predicted")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:

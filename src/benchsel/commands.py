@@ -220,6 +220,7 @@ def cmd_select(args) -> int:
         budget=args.budget,
         target_residual=args.target_residual,
         seed=args.seed,
+        keep_aggregates=args.keep_aggregates,
     )
     payload = sel.to_dict()
     payload["axis"] = args.axis
@@ -238,7 +239,7 @@ def cmd_select(args) -> int:
                     objective=args.objective, include=_item_names(args.include, scores.items),
                     exclude=_item_names(args.exclude, scores.items), costs=costs,
                     budget=args.budget, target_residual=args.target_residual,
-                    seed=args.seed))
+                    seed=args.seed, keep_aggregates=args.keep_aggregates))
         finally:
             progress.close()
         frequency = {name: shares.get(name, 0.0) for name in sel.items}
@@ -428,14 +429,15 @@ def cmd_plan(args) -> int:
             include=_item_names(args.include, scores.items),
             exclude=_item_names(args.exclude, scores.items), costs=costs, budget=args.budget,
             target_residual=args.target_residual, seed=args.seed, command=command,
-            covariance=args.covariance, transform=args.transform, bounds=args.bounds,
-            calibration=args.calibration)
+            keep_aggregates=args.keep_aggregates, covariance=args.covariance,
+            transform=args.transform, bounds=args.bounds, calibration=args.calibration)
     else:
         if args.kind == "questions":
             for flag, value in (("-k", args.k), ("--costs", args.costs),
                                 ("--budget", args.budget), ("--include", args.include),
                                 ("--exclude", args.exclude),
-                                ("--target-residual", args.target_residual)):
+                                ("--target-residual", args.target_residual),
+                                ("--keep-aggregates", args.keep_aggregates or None)):
                 if value is not None:
                     raise UsageError(f"{flag} belongs to --kind benchmarks or mixed")
             _refuse_fit_options(args, "{flag} belongs to --kind benchmarks or mixed (the "
@@ -471,9 +473,9 @@ def cmd_plan(args) -> int:
                 board, sources.scores, columns, args.k, objective=args.objective,
                 include=_item_names(args.include, board.items),
                 exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
-                target_residual=args.target_residual, covariance=args.covariance,
-                transform=args.transform, bounds=args.bounds, calibration=args.calibration,
-                **questions)
+                target_residual=args.target_residual, keep_aggregates=args.keep_aggregates,
+                covariance=args.covariance, transform=args.transform, bounds=args.bounds,
+                calibration=args.calibration, **questions)
     plan.save(args.output, protect=_inputs(args))
     summary = plan.summary()
     summary["plan"] = str(args.output)

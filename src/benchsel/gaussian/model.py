@@ -52,6 +52,9 @@ class Selection:
         (:func:`~benchsel.selection.greedy.entropy_certificate`); for MI,
         why no such bound holds and the exhaustive oracle's value where
         affordable (:func:`~benchsel.selection.greedy.mi_oracle_gap`).
+    aggregates : dict
+        Columns left out of the choice as aggregates of the others
+        (:func:`benchsel.aggregates.aggregate_columns`), each with the reason.
     """
 
     items: list[str]
@@ -64,6 +67,7 @@ class Selection:
     cost: float | None
     stopped_by: str
     certificate: dict | None = None
+    aggregates: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {
@@ -75,6 +79,7 @@ class Selection:
             "strategy": self.strategy,
             "stopped_by": self.stopped_by,
             "certificate": self.certificate,
+            "aggregates_left_out": dict(self.aggregates),
         }
         if self.cost is not None:
             out["cost"] = float(self.cost)
@@ -211,8 +216,10 @@ class Prediction:
         return out
 
 
-def _certificate(sigma, result: GreedyResult, objective: str, budget) -> dict:
-    """The quality certificate of a selection (see :class:`Selection`)."""
+def _certificate(sigma, result: GreedyResult, objective: str, budget, include=(),
+                 exclude=()) -> dict:
+    """The quality certificate of a selection (see :class:`Selection`); the MI oracle
+    searches the subsets the selection's ``include``/``exclude`` allow."""
     if objective == "random":
         return {"objective": "random", "fraction": None,
                 "reason": "a random selection has no guarantee"}
@@ -224,7 +231,7 @@ def _certificate(sigma, result: GreedyResult, objective: str, budget) -> dict:
                 "reason": "budgeted selection: the a-priori guarantee of the modified greedy "
                           "is (1 - 1/e)/2 (Krause & Guestrin 2005); no data-dependent bound "
                           "is computed for budgets"}
-    return mi_oracle_gap(sigma, result.indices)
+    return mi_oracle_gap(sigma, result.indices, include=include, exclude=exclude)
 
 
 def _take_rows(pred: Prediction, rows) -> Prediction:
@@ -489,6 +496,7 @@ class GaussianModel:
         budget: float | None = None,
         target_residual: float | None = None,
         seed=None,
+        keep_aggregates: bool = False,
     ) -> Selection:
         """Choose the items to run on a new model.
 
@@ -510,6 +518,12 @@ class GaussianModel:
             Stop once the unexplained variance fraction is at or below this.
         seed : int, optional
             For ``objective="random"``.
+        keep_aggregates : bool, default False
+            Columns that aggregate the others (a mean win rate, an average,
+            a rank: :func:`benchsel.aggregates.aggregate_columns`) cannot be
+            run on a new model and are left out of the choice, with a
+            warning naming them, unless kept here or named in ``include``.
+            They are still predicted.
 
         Returns
         -------
@@ -533,6 +547,21 @@ class GaussianModel:
         if clash:
             raise ValueError(f"{_short_list(clash)}: both included and excluded; drop it from "
                              "one of the two")
+        aggregates = {}
+        if not keep_aggregates:
+            from ..aggregates import aggregate_columns
+
+            aggregates = {name: why for name, why in
+                          aggregate_columns(scores.values, scores.items).items()
+                          if name not in include and name not in exclude}
+            if aggregates:
+                warnings.warn(
+                    "left out of the choice, as aggregates of the other benchmarks that no "
+                    "new model can be run on (still predicted): "
+                    + "; ".join(f"{name!r} ({why})" for name, why in aggregates.items())
+                    + "; keep_aggregates=True (--keep-aggregates) allows them",
+                    DataWarning, stacklevel=2)
+            exclude = exclude + list(aggregates)
         inc = scores.item_indices(include, "included benchmark")
         exc = scores.item_indices(self._known(exclude, "exclusions"), "excluded benchmark")
         cost_array = None
@@ -582,7 +611,8 @@ class GaussianModel:
                 DataWarning,
                 stacklevel=2,
             )
-        certificate = _certificate(sigma, result, objective, budget)
+        certificate = _certificate(sigma, result, objective, budget, include=list(inc),
+                                   exclude=list(exc))
         if "oracle_best" in certificate:
             certificate["oracle_best"] = [self.items_[j] for j in certificate["oracle_best"]]
         return Selection(
@@ -596,6 +626,7 @@ class GaussianModel:
             strategy=result.strategy,
             cost=result.cost,
             stopped_by=result.stopped_by,
+            aggregates=aggregates,
         )
 
     def _known(self, names, what: str) -> list[str]:

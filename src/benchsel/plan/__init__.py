@@ -197,6 +197,7 @@ def plan_benchmarks(
     seed: int = 0,
     command: str | None = None,
     prepare_auto: bool = True,
+    keep_aggregates: bool = False,
     **model_options,
 ) -> Plan:
     """Fit the Gaussian model, select benchmarks and record both in a plan.
@@ -205,7 +206,7 @@ def plan_benchmarks(
     ----------
     data : ScoreMatrix, DataFrame, path or bundled dataset name
         The source leaderboard (see :func:`benchsel.sources.as_scores`).
-    k, objective, include, exclude, costs, budget, target_residual, seed
+    k, objective, include, exclude, costs, budget, target_residual, seed, keep_aggregates
         As in :meth:`benchsel.gaussian.GaussianModel.select`.
     command : str, optional
         Recorded in the plan: the command line that made it.
@@ -227,7 +228,8 @@ def plan_benchmarks(
     scores = as_scores(data)
     model = GaussianModel(**model_options).fit(scores)
     sel = model.select(k, objective=objective, include=include, exclude=exclude, costs=costs,
-                       budget=budget, target_residual=target_residual, seed=seed)
+                       budget=budget, target_residual=target_residual, seed=seed,
+                       keep_aggregates=keep_aggregates)
     options = _gaussian_options(model)
     auto = None
     if prepare_auto:
@@ -238,7 +240,7 @@ def plan_benchmarks(
     part.selection["options"] = {
         "k": k, "objective": objective, "include": list(include), "exclude": list(exclude),
         "costs": dict(costs) if costs else None, "budget": budget,
-        "target_residual": target_residual}
+        "target_residual": target_residual, "keep_aggregates": keep_aggregates}
     return Plan(level="benchmarks", benchmarks=part, seed=seed, command=command,
                 source_description=scores.source)
 

@@ -499,13 +499,15 @@ def mutual_information_of(sigma, subset) -> float:
     return 0.5 * (logdet[0] + logdet[1] - np.linalg.slogdet(sigma)[1])
 
 
-def mi_oracle_gap(sigma, selected, max_subsets: int = 20000) -> dict:
+def mi_oracle_gap(sigma, selected, max_subsets: int = 20000, *, include=(),
+                  exclude=()) -> dict:
     """The greedy MI value beside the exhaustive optimum of its size, where affordable.
 
     MI is not monotone, so no data-dependent bound like
     :func:`entropy_certificate` holds; the exhaustive search over all
     ``C(N, k)`` subsets is the only certificate, run when there are at most
-    ``max_subsets`` of them.
+    ``max_subsets`` of them. The search keeps the selection's constraints:
+    every subset holds ``include`` and nothing of ``exclude``.
 
     Returns
     -------
@@ -518,17 +520,20 @@ def mi_oracle_gap(sigma, selected, max_subsets: int = 20000) -> dict:
     from math import comb
 
     sigma = _check_sigma(sigma)
-    n, k = sigma.shape[0], len(selected)
+    fixed = [int(j) for j in include]
+    pool = [j for j in range(sigma.shape[0]) if j not in set(fixed) | {int(e) for e in exclude}]
+    n, k = len(pool), len(selected) - len(fixed)
     out = {"objective": "mi", "fraction": None,
            "reason": "mutual information is not monotone: no data-dependent bound on the "
                      "optimum holds (Smola 2026, Theorem 2b)"}
-    if comb(n, k) > max_subsets:
+    if k < 0 or comb(n, k) > max_subsets:
         out["oracle_fraction"] = None
         out["oracle_reason"] = f"C({n}, {k}) = {comb(n, k)} subsets: too many to search"
         return out
     value = mutual_information_of(sigma, selected)
     best, best_set = -np.inf, None
-    for subset in combinations(range(n), k):
+    for rest in combinations(pool, k):
+        subset = (*fixed, *rest)
         v = mutual_information_of(sigma, subset)
         if v > best:
             best, best_set = v, subset
