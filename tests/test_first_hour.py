@@ -96,3 +96,20 @@ def test_an_aggregate_column_is_not_chosen_unless_asked_for(capsys):
     assert aggregate_columns(alpaca.values, alpaca.items) == {}
     merged = benchsel.load_dataset("merged")
     assert list(aggregate_columns(merged.values, merged.items)) == ["helm/Mean win rate"]
+
+
+def test_percents_for_a_fraction_board_stop_with_what_to_give(capsys):
+    code, out, err = run(capsys, "predict", "helm_lite", "--observed", "GSM8K=62,MMLU=0.66")
+    assert code == 1 and out == ""
+    assert "GSM8K = 62 looks like a percent; the column holds fractions: give 0.62" in err
+    assert "MMLU" not in err  # given on the right scale
+    code, out, err = run(capsys, "predict", "helm_lite", "--observed", "GSM8K=62,MMLU=0.66",
+                         "--rescale", "--method", "gaussian", "--json")
+    right = run(capsys, "predict", "helm_lite", "--observed", "GSM8K=0.62,MMLU=0.66",
+                "--method", "gaussian", "--json")[1]
+    assert code == 0 and json.loads(out) == json.loads(right)
+    assert "--rescale: new model: GSM8K = 62 read as 0.62" in err
+    # Fractions for a board in percent, the other way round.
+    code, _, err = run(capsys, "predict", "bigcodebench", "--observed",
+                       "Computation_complete=0.3")
+    assert code == 1 and "looks like a fraction; the column is in percent: give 30" in err

@@ -338,3 +338,24 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
         np.testing.assert_allclose(together.std[rows], stack.std[100:], rtol=1e-10)
     assert not np.isnan(together.mean).any()
     np.testing.assert_allclose(together.mean[:, 5], np.nanmean(train[:, 5]), rtol=1e-12)
+
+
+def test_cv_labels_several_choices_when_validation_models_miss_some_selected_scores():
+    """On a sparse board validation models have different patterns of the selected items,
+    so auto may choose differently for each: the label names every method it used."""
+    values, fold, std, cols = _first_fold("livebench")
+    val = values[np.ix_(fold.validation, cols)]
+    counts = (~np.isnan(val)).sum(axis=0)
+    # Two items most validation models have, but not all: several patterns.
+    sel = np.argsort(-np.where(counts < len(val), counts, -1), kind="stable")[:2]
+    patterns = {tuple(row) for row in ~np.isnan(val[:, sel])}
+    assert len(patterns) >= 2
+    model = _shipped_model(values[fold.train], "auto", "none", True)
+    scored = ~np.isnan(val)
+    scored[:, sel] = False
+    pred, cover, raw, label = _shipped_scores(model, values[fold.validation], cols, sel, std,
+                                              10.0, 0.9, "auto", scored)
+    used = label.replace(" (outside: ", "/").rstrip(")").split("/")
+    assert len(set(used)) >= 2  # several choices, each named
+    assert all(m in benchsel.prediction.COMPLETERS for m in used)
+    assert 0 <= cover <= 1 and pred.shape == (int(scored.sum()),)

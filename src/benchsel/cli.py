@@ -260,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "several); a question-level plan needs the sample logs of the planned "
                    "questions")
     _add_coverage(p)
+    p.add_argument("--rescale", action="store_true",
+                   help="a score given as a percent for a column of fractions (62 for 0.62), "
+                   "or the reverse, is converted to the column's scale (default: an error)")
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: the dual -- --observed gives a new benchmark's scores on "
                    "some models (model=score,...), and its score on every other model is "

@@ -23,7 +23,7 @@ from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .gaussian import GaussianModel
 from .io import read_costs, read_model_order, write_text_atomic
 from .lmeval import parse_per_task, write_samples
-from .matrix import ScoreMatrix
+from .matrix import DataWarning, ScoreMatrix
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
 from .observations import as_items, observe, observe_benchmarks, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
@@ -346,6 +346,7 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     model = _fit(args, scores)
     with _as_flags(observed="--observed"):
         observed = observe_benchmarks(args.observed, model.items_)
+    observed = _on_the_boards_scale(args, model, observed)
     # auto's decisions for this board and pattern are kept between runs.
     from .prediction.memo import load_cached, save_cached
 
@@ -355,6 +356,25 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     if dual and pred.models == ["new model"]:
         pred = dataclasses.replace(pred, models=["new benchmark"])
     return pred, "benchmarks"
+
+
+def _on_the_boards_scale(args, model, observed):
+    """Scores given as percent for a column of fractions (or the reverse): an error that
+    says what to give, or with ``--rescale`` put on the column's scale."""
+    fixed, changes = model.rescaled(observed)
+    if not changes:
+        return observed
+    if getattr(args, "rescale", False):
+        for name, item, given, new in changes:
+            warnings.warn(f"--rescale: {name}: {item} = {given:.4g} read as {new:.4g}",
+                          DataWarning, stacklevel=2)
+        return fixed
+    lines = [f"{name}: {item} = {given:.4g} looks like "
+             + (f"a percent; the column holds fractions: give {new:.4g}" if new < given
+                else f"a fraction; the column is in percent: give {new:.4g}")
+             for name, item, given, new in changes[:5]]
+    raise ValueError("scores on another scale than the leaderboard's -- " + "; ".join(lines)
+                     + ("; ..." if len(changes) > 5 else "") + " (or --rescale converts them)")
 
 
 def _predict_from_plan(args):
@@ -374,6 +394,9 @@ def _predict_from_plan(args):
                           "plan predicts with the methods it was made with")
     with _as_flags(observed="--observed"):
         observations = observe(plan, args.observed)
+    if plan.level == "benchmarks":
+        observations.benchmarks = _on_the_boards_scale(args, plan.benchmarks.model(),
+                                                       observations.benchmarks)
     return plan.predict(observations, coverage=args.coverage, method=args.method), plan.level
 
 

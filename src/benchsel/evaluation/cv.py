@@ -375,11 +375,16 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     raw_covered = coverage(y, full["raw_low"][scored], full["raw_high"][scored])
     if p.choices:
         # Models with no given score get the column means (split "none"): not a choice.
-        inner = [c["method"] for c in p.choices if c.get("split") == "random"]
-        outer = [c["method"] for c in p.choices if c.get("split") == "strength"]
-        methods = inner + outer or [c["method"] for c in p.choices]
-        label = methods[0] if len(set(methods)) == 1 else \
-            f"{inner[0]} (outside: {outer[0]})"
+        # Models missing some selected scores have other patterns, so other choices.
+        def names(methods) -> str:
+            return "/".join(dict.fromkeys(methods))
+
+        inner = names(c["method"] for c in p.choices if c.get("split") == "random")
+        outer = names(c["method"] for c in p.choices if c.get("split") == "strength")
+        if inner and outer and inner != outer:
+            label = f"{inner} (outside: {outer})"
+        else:
+            label = inner or outer or names(c["method"] for c in p.choices)
     else:
         label = p.method
     return pred, covered, raw_covered, label

@@ -1070,6 +1070,33 @@ class GaussianModel:
             x = self._rows(observed)[1]
         return [self._extrapolation_row(row) for row in x]
 
+    def rescaled(self, observed) -> tuple[ScoreMatrix, list[tuple]]:
+        """``observed`` with scores given on the other scale of their column put on its own.
+
+        A percent (62) given for a column of fractions becomes 0.62, a fraction
+        (0.62) given for a column in percent 62 -- where the rescaled value
+        fits the training scores better (the rule :meth:`extrapolation` flags
+        ``scale_mismatch`` by). Returns the scores (a ScoreMatrix over the
+        observed items) and ``(model, item, given, rescaled)`` per changed score;
+        nothing else moves.
+        """
+        self._check_fitted()
+        models, x = self._rows(observed)
+        notes = []
+        for i in range(len(models)):
+            for j in self._scale_mismatch(x[i])[0]:
+                v, scale = x[i, j], self._item_scale[j]
+                if scale == "fraction" and v > 1:
+                    new = v / 100
+                elif scale == "percent" and 0 <= v <= 1 and self.item_max_[j] > 10:
+                    new = v * 100  # not on a 1-10 scale (MT-Bench), where x100 means nothing
+                else:
+                    continue  # outside the range, but not a scale slip
+                notes.append((models[i], self.items_[j], float(v), float(new)))
+                x[i, j] = new
+        given = np.flatnonzero(~np.isnan(x).all(axis=0))
+        return ScoreMatrix(x[:, given], models, [self.items_[j] for j in given]), notes
+
     def _scale_mismatch(self, raw: np.ndarray) -> tuple[list[int], list[str]]:
         """Observed columns of ``raw`` whose score is on another scale, and why."""
         low, high = self.bounds_
