@@ -33,7 +33,7 @@ __all__ = ["main", "build_parser"]
 
 
 def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
-              optional: bool = False) -> None:
+              optional: bool = False, intervals: bool = True) -> None:
     p.add_argument("data", metavar="DATA", nargs="?" if optional else None,
                    help="score matrix file (CSV/TSV/Parquet/NPZ), a bundled dataset name, or "
                    "a folder of lm-eval runs (lm_eval --output_path; leaf tasks' primary "
@@ -58,6 +58,8 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
     p.add_argument("--transform", choices=TRANSFORMS, default="none",
                    help="per-column transform before modelling: logit of score / training "
                    "max (Smola 2026, App. K); default none")
+    if not intervals:  # a command that prints no error bar has no use for it
+        return
     p.add_argument("--calibration", choices=CALIBRATIONS, default="conformal",
                    help="error bars: conformal (default) widens or narrows the predictor's "
                    "standard deviation by multipliers measured on held-out source models, a "
@@ -201,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(p)
 
     p = sub.add_parser("select", help="choose the k most informative benchmarks (or models)")
-    _add_data(p)
+    _add_data(p, intervals=False)
     _add_selection(p)
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: pick reference models to run a new benchmark on")
@@ -396,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
         "discover",
         help="rank benchmarks by novelty (what the others do not explain) and by "
              "information about the rest")
-    _add_data(p)
+    _add_data(p, intervals=False)
     p.add_argument("--correlation", action="store_true",
                    help="DATA is a correlation matrix (CSV: benchmark names as first column "
                         "and header, symmetric, unit diagonal) instead of scores")
@@ -412,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "budget",
         help="how many questions each selected benchmark needs, and a total budget's split")
-    _add_data(p)
+    _add_data(p, intervals=False)
     p.add_argument("-k", type=_positive_int, help="select k benchmarks (MI) and budget them")
     p.add_argument("--objective", choices=OBJECTIVES, default="mi",
                    help="objective of the -k selection (default mi)")
@@ -497,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print what was written as JSON (the page embeds the sections' JSON)")
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
-    _add_data(p)
+    _add_data(p, intervals=False)
     _add_output(p)
     return parser
 

@@ -151,7 +151,7 @@ def _load(args):
 
 def _fit(args, scores) -> GaussianModel:
     return GaussianModel(covariance=args.covariance, transform=args.transform,
-                         calibration=args.calibration,
+                         calibration=getattr(args, "calibration", "conformal"),
                          bounds=getattr(args, "bounds", "infer")).fit(scores)
 
 

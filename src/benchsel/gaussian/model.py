@@ -559,7 +559,7 @@ class GaussianModel:
                     "left out of the choice, as aggregates of the other benchmarks that no "
                     "new model can be run on (still predicted): "
                     + "; ".join(f"{name!r} ({why})" for name, why in aggregates.items())
-                    + "; keep_aggregates=True (--keep-aggregates) allows them",
+                    + "; keep_aggregates=True (select/plan --keep-aggregates) allows them",
                     DataWarning, stacklevel=2)
             exclude = exclude + list(aggregates)
         inc = scores.item_indices(include, "included benchmark")
