@@ -287,7 +287,7 @@ def test_completion_predictions_are_scored_in_the_targets_clipped_frame():
 
 def test_a_model_with_no_selected_score_gets_the_column_means_and_the_widest_intervals():
     """As in the evaluation protocols: a validation model lacking every selected item."""
-    values, fold, std, cols = _first_fold("merged")
+    values, fold, std, cols = _first_fold("livebench")
     val = values[np.ix_(fold.validation, cols)]
     # An item some validation models have and others lack.
     j = int(np.flatnonzero(np.isnan(val).any(axis=0) & ~np.isnan(val).all(axis=0))[0])
