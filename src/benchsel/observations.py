@@ -78,8 +78,9 @@ def observe(plan, source) -> Observations:
     if plan.level == "questions":
         return Observations(questions=questions)
     full = None
-    if _lm_eval_specs(source) is not None:
-        runs = read_lm_eval(_lm_eval_specs(source))
+    specs = _lm_eval_specs(source)
+    if specs is not None:
+        runs = read_lm_eval(specs)
         if any(not r.partial and r.scores for r in runs.runs.values()):
             full = observe_benchmarks(source, plan.benchmarks.source.items,
                                       quiet_partial=True)
