@@ -1,0 +1,188 @@
+"""JSON from files someone else wrote: bounded before it is parsed.
+
+Python's ``json`` parser recurses once per nesting level (a file of
+100,000 ``[`` ends in ``RecursionError``), turns a 400-digit number into an
+``int`` that no float can hold, and reads a file of any size. Every JSON
+input of benchsel (plans, lm-eval results and sample lines, ``--observed``
+files, costs and orders) is read through :func:`loads` or :func:`load_file`,
+which check the file's size and nesting depth before parsing and keep
+numbers within float range.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "JSONInputError", "load_file", "loads",
+           "nesting_depth"]
+
+MAX_DEPTH = 64
+"""Deepest nesting accepted; benchsel's own files and lm-eval's stay under 10."""
+
+MAX_FILE_BYTES = 1 << 30
+"""Largest JSON file read (1 GiB); override with ``BENCHSEL_MAX_JSON_BYTES``."""
+
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_SPECIAL = np.zeros(256, bool)
+_SPECIAL[list(b'"\\[]{}')] = True
+_OPEN = np.frombuffer(b"[{", np.uint8)
+_CLOSE = np.frombuffer(b"]}", np.uint8)
+_CHUNK = 1 << 20
+_MAX_INT_DIGITS = 18  # below 2**63; longer integers are read as floats
+
+
+class JSONInputError(ValueError):
+    """A JSON input that is refused before or while parsing; the message names it."""
+
+
+def max_file_bytes() -> int:
+    """The size limit in force (``BENCHSEL_MAX_JSON_BYTES`` or :data:`MAX_FILE_BYTES`)."""
+    text = os.environ.get("BENCHSEL_MAX_JSON_BYTES")
+    if not text:
+        return MAX_FILE_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        raise JSONInputError(f"BENCHSEL_MAX_JSON_BYTES={text!r}: expected a whole number "
+                             "of bytes") from None
+    return max(value, 1)
+
+
+def nesting_depth(data: bytes) -> int:
+    """Deepest ``[``/``{`` nesting of a JSON text, ignoring brackets inside strings.
+
+    Vectorised over 1 MiB chunks and without recursion, so it is safe and
+    fast on any input: a quote ends or starts a string unless an odd run of
+    backslashes precedes it. Exact for valid JSON (an invalid text may read
+    deeper than it is, and is refused by the parser anyway).
+    """
+    view = np.frombuffer(data, np.uint8)
+    deepest = depth = 0
+    inside = False  # within a string at the chunk's start
+    backslashes = 0  # length of the run of backslashes that ends the previous chunk
+    for start in range(0, view.size, _CHUNK):
+        chunk = view[start:start + _CHUNK]
+        if not _SPECIAL[chunk].any():  # most of a plan: base64 inside one string
+            backslashes = 0
+            continue
+        is_backslash = chunk == _BACKSLASH
+        positions = np.arange(chunk.size)
+        last_other = np.maximum.accumulate(np.where(is_backslash, -1, positions))
+        # Backslashes right before each position (the run may start in an earlier chunk).
+        before = np.empty(chunk.size, np.int64)
+        before[0] = backslashes
+        run = positions[:-1] - last_other[:-1]
+        before[1:] = np.where(last_other[:-1] < 0, run + backslashes, run)
+        quote = (chunk == _QUOTE) & (before % 2 == 0)
+        in_string = (np.cumsum(quote) + inside) % 2 == 1  # True on opening quotes too
+        outside = ~in_string & ~quote
+        step = (np.isin(chunk, _OPEN) & outside).astype(np.int64) - \
+            (np.isin(chunk, _CLOSE) & outside)
+        inside = bool(in_string[-1])
+        backslashes = (int(before[-1]) + 1) if is_backslash[-1] else 0
+        if step.any():
+            running = depth + np.cumsum(step)
+            deepest = max(deepest, int(running.max()))
+            depth = int(running[-1])
+    return deepest
+
+
+def _number(text: str):
+    """``parse_int``: an int that fits 64 bits, else a float (inf if out of range)."""
+    digits = text.lstrip("-")
+    return int(text) if len(digits) <= _MAX_INT_DIGITS else float(text)
+
+
+def _no_constant(name: str):
+    raise JSONInputError(f"{name} is not a JSON number")
+
+
+def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
+          strict: bool = False):
+    """Parse a JSON text after checking its nesting depth.
+
+    Parameters
+    ----------
+    data : bytes or str
+    where : str
+        Names the input in messages (a file, or ``file, line 3``).
+    max_depth : int
+        Deepest nesting accepted.
+    strict : bool, default False
+        Refuse ``NaN`` and ``Infinity`` (files benchsel writes never hold
+        them); otherwise they are read as floats, for the caller to judge.
+
+    Raises
+    ------
+    JSONInputError
+        Too deep, not valid JSON, or (``strict``) a non-finite constant;
+        the message starts with ``where``.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    depth = nesting_depth(raw)
+    if depth > max_depth:
+        raise JSONInputError(f"{where}: JSON nested {depth} levels deep; at most {max_depth} "
+                             "are read")
+    hooks = {"parse_int": _number}
+    if strict:
+        hooks["parse_constant"] = _no_constant
+    try:
+        return json.loads(raw, **hooks)
+    except JSONInputError as err:
+        raise JSONInputError(f"{where}: {err} (strict JSON expected)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise JSONInputError(f"{where}: not valid JSON ({err})") from None
+    except (RecursionError, ValueError) as err:  # belt and braces: the depth is checked
+        raise JSONInputError(f"{where}: cannot be read as JSON ({err})") from None
+
+
+def load_file(path: str | os.PathLike, *, max_bytes: int | None = None,
+              max_depth: int = MAX_DEPTH, strict: bool = False):
+    """Read and parse the JSON file ``path``, bounded in size and depth.
+
+    Parameters
+    ----------
+    path : path-like
+    max_bytes : int, optional
+        Largest file read; :func:`max_file_bytes` by default.
+    max_depth, strict
+        As in :func:`loads`.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    JSONInputError
+        Too large (checked before reading), too deep or not valid JSON.
+    """
+    path = Path(path)
+    limit = max_file_bytes() if max_bytes is None else max_bytes
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    if size > limit:
+        raise JSONInputError(f"{path}: {_size(size)}, larger than the {_size(limit)} a JSON "
+                             "input may be (set BENCHSEL_MAX_JSON_BYTES to read it)")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(limit + 1)  # a file that grew since stat() is still bounded
+    except IsADirectoryError:
+        raise JSONInputError(f"{path}: is a folder, not a JSON file") from None
+    except OSError as err:
+        raise JSONInputError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if len(raw) > limit:
+        raise JSONInputError(f"{path}: larger than the {_size(limit)} a JSON input may be")
+    return loads(raw, str(path), max_depth=max_depth, strict=strict)
+
+
+def _size(n: int) -> str:
+    """``n`` bytes in the largest unit that keeps it at least 1."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    power = min(int(math.log(max(n, 1), 1024)), len(units) - 1)
+    return f"{n} bytes" if power == 0 else f"{n / 1024 ** power:.1f} {units[power]}"
