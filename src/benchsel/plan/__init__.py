@@ -35,6 +35,7 @@ from ..matrix import DataWarning, ScoreMatrix, _short_list
 from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._format import FORMAT, FORMAT_VERSION, decode_array, encode_array, fingerprint
 from ._format import read_plan_json as _read_plan_json
+from ._schema import LEVELS
 from .allocation import MIN_PER_TASK, allocate_questions, error_curve
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "MIN_PER_TASK",
 ]
 
-LEVELS = ("benchmarks", "questions", "mixed")
 _CHECK_ROWS = 20  # source models whose predictions a plan records to verify a rebuild
 _RTOL, _ATOL = 1e-6, 1e-9
 
@@ -160,6 +160,10 @@ class BenchmarkPlan:
                        auto=obj.get("auto"))
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
+        unknown = [b for b in part.selected if b not in set(part.source.items)]
+        if unknown:
+            raise ValueError(f"{where}.selection.selected: {unknown[0]!r} is not a benchmark "
+                             f"of the plan's source ({_short_list(part.source.items)})")
         if part.auto is not None:  # checked now, used when the model is rebuilt
             from ..prediction.memo import AutoMemo
 
@@ -353,8 +357,15 @@ class TaskPlan:
                        check=decode_array(obj["check"], f"{where}.check"))
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
-        if part.source.n_items != len(part.doc_ids) or len(part.selected) != part.n:
-            raise ValueError(f"{where}: doc ids, source columns and selection disagree")
+        if part.source.n_items != len(part.doc_ids):
+            raise ValueError(f"{where}: {len(part.doc_ids)} doc ids for the source's "
+                             f"{part.source.n_items} questions")
+        if len(part.selected) != part.n:
+            raise ValueError(f"{where}.selected: {len(part.selected)} doc ids; n is {part.n}")
+        unknown = sorted(set(part.selected) - set(part.doc_ids.tolist()))
+        if unknown:
+            raise ValueError(f"{where}.selected: doc id {unknown[0]} is not one of the task's "
+                             f"doc ids ({_ids(part.doc_ids)})")
         return part
 
 
@@ -697,9 +708,18 @@ class Plan:
         write_json_atomic(path, self.to_json(), protect=protect, allow_nan=False)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Plan:
-        """Read a plan, checking its format, version and source fingerprints."""
-        obj = _read_plan_json(path)
+    def load(cls, path: str | os.PathLike, *, max_decoded_bytes: int | None = None) -> Plan:
+        """Read a plan, checking its schema, format, version and source fingerprints.
+
+        Parameters
+        ----------
+        path : path-like
+        max_decoded_bytes : int, optional
+            Largest total size of the plan's arrays once decoded: 1 GiB, or the
+            environment's ``BENCHSEL_MAX_PLAN_BYTES``. A plan from someone else
+            is checked against it before anything is inflated.
+        """
+        obj = _read_plan_json(path, max_decoded_bytes=max_decoded_bytes)
         try:
             return cls._from_json(obj, str(path))
         except (ValueError, TypeError, AttributeError) as err:
@@ -716,6 +736,13 @@ class Plan:
             raise ValueError(f"{where}: level {level!r}; expected one of {', '.join(LEVELS)}")
         bench = obj.get("benchmarks")
         tasks = obj.get("tasks") or {}
+        columns = obj.get("columns") or {}
+        if bench is not None:
+            items = set(bench["source"]["items"])
+            for task, column in columns.items():
+                if column not in items:
+                    raise ValueError(f"{where}: columns.{task}: {column!r} is not a benchmark "
+                                     "of the plan's source")
         return cls(
             level=level,
             benchmarks=None if bench is None else BenchmarkPlan.from_json(
@@ -933,9 +960,9 @@ class Plan:
         return float(m[0]), float(s[0]), False
 
 
-def load_plan(path: str | os.PathLike) -> Plan:
-    """Read a plan file (see :meth:`Plan.load`)."""
-    return Plan.load(path)
+def load_plan(path: str | os.PathLike, *, max_decoded_bytes: int | None = None) -> Plan:
+    """Read a plan file, checked before use (see :meth:`Plan.load`)."""
+    return Plan.load(path, max_decoded_bytes=max_decoded_bytes)
 
 
 __all__.append("load_plan")

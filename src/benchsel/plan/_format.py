@@ -5,21 +5,30 @@ A plan is one JSON object. Arrays sit inline as
 ``bits`` (0/1 matrices, packed eight to a byte) or ``float64-zlib``
 (little-endian float64, NaN for a missing cell, zlib-compressed), so that a
 plan of a 500-question task stays a few kilobytes and the file is one thing to
-ship. Loading checks the format name and version first, then the
-fingerprint of every embedded source matrix, so a damaged or foreign file
-fails with a message that says what is wrong.
+ship. Loading reads the file with bounded size and nesting
+(:mod:`benchsel._json`), checks the format name and version, then the whole
+file against the schema (:mod:`._schema`: keys, types, ranges, and every
+array's declared size against a limit on the plan's decoded size), and only
+then decodes: inflation stops at the declared size, and the fingerprint of
+every embedded source matrix is checked. A damaged, foreign or hostile file
+fails with a message that names the file and the JSON path.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
+import math
 import os
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from .._json import load_file
+from ._schema import DecodeBudget, _short, validate_plan
 
 __all__ = [
     "FORMAT",
@@ -49,26 +58,53 @@ def encode_array(values: np.ndarray) -> dict:
 
 
 def decode_array(obj, where: str) -> np.ndarray:
-    """Inverse of :func:`encode_array`; ``where`` names the entry in messages."""
+    """Inverse of :func:`encode_array`; ``where`` names the entry in messages.
+
+    Never decodes more than the declared shape holds: packed bits must be
+    exactly as long as the shape needs, and zlib data is inflated at most to
+    the shape's size (a stream that would inflate further is refused, not
+    inflated), so memory stays within twice the declared array.
+    """
     if not isinstance(obj, dict) or not {"shape", "encoding", "data"} <= set(obj):
         raise ValueError(f"{where}: expected an encoded array with shape, encoding and data")
     shape = obj["shape"]
-    if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
+    if not (isinstance(shape, list) and all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)):
         raise ValueError(f"{where}: shape {shape!r} is not a list of sizes")
-    size = int(np.prod(shape)) if shape else 1
+    if not isinstance(obj["data"], str):
+        raise ValueError(f"{where}.data: expected base64 text")
+    size = math.prod(shape)
     try:
         raw = base64.b64decode(obj["data"], validate=True)
-        if obj["encoding"] == "bits":
-            flat = np.unpackbits(np.frombuffer(raw, np.uint8))[:size].astype(np.float64)
-        elif obj["encoding"] == "float64-zlib":
-            flat = np.frombuffer(zlib.decompress(raw), "<f8").astype(np.float64)
-        else:
-            raise ValueError(f"{where}: unknown array encoding {obj['encoding']!r}")
-    except (ValueError, zlib.error, TypeError) as err:
+    except (ValueError, binascii.Error) as err:
         raise ValueError(f"{where}: the array data is damaged ({err})") from None
-    if flat.size != size:
-        raise ValueError(f"{where}: holds {flat.size} values; its shape {shape} needs {size}")
+    if obj["encoding"] == "bits":
+        if len(raw) != -(-size // 8):
+            raise ValueError(f"{where}: holds {len(raw)} bytes of bits; its shape {shape} "
+                             f"needs {-(-size // 8)}")
+        flat = np.unpackbits(np.frombuffer(raw, np.uint8))[:size].astype(np.float64)
+    elif obj["encoding"] == "float64-zlib":
+        flat = np.frombuffer(_inflate(raw, 8 * size, where, shape), "<f8").astype(np.float64)
+    else:
+        raise ValueError(f"{where}: unknown array encoding {obj['encoding']!r}")
     return flat.reshape(shape)
+
+
+def _inflate(raw: bytes, nbytes: int, where: str, shape) -> bytes:
+    """Exactly ``nbytes`` inflated from ``raw``; more or fewer is an error, and no more
+    than ``nbytes`` (plus one) is ever produced."""
+    stream = zlib.decompressobj()
+    try:
+        out = stream.decompress(raw, nbytes + 1)
+    except zlib.error as err:
+        raise ValueError(f"{where}: the array data is damaged ({err})") from None
+    if len(out) > nbytes or stream.unconsumed_tail:
+        raise ValueError(f"{where}: the data inflates to more than the {nbytes // 8} values "
+                         f"of its shape {shape}; refused before inflating it further")
+    if len(out) != nbytes or not stream.eof:
+        raise ValueError(f"{where}: holds {len(out) // 8} values; its shape {shape} needs "
+                         f"{nbytes // 8}")
+    return out
 
 
 def fingerprint(models, items, values: np.ndarray) -> str:
@@ -81,29 +117,38 @@ def fingerprint(models, items, values: np.ndarray) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def read_plan_json(path: str | os.PathLike) -> dict:
-    """The plan object of ``path``, with its format and version checked."""
+def read_plan_json(path: str | os.PathLike, *, max_decoded_bytes: int | None = None) -> dict:
+    """The plan object of ``path``: read bounded, its format, version and schema checked.
+
+    Parameters
+    ----------
+    path : path-like
+    max_decoded_bytes : int, optional
+        Limit on the total size of the plan's arrays once decoded (1 GiB, or
+        ``BENCHSEL_MAX_PLAN_BYTES``).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such plan file")
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(
-            f"{path}: not a benchsel plan (not valid JSON: {err}); make one with "
-            "'benchsel plan DATA -o PLAN.json'"
-        ) from None
+        obj = load_file(path, strict=True)
+    except ValueError as err:
+        raise ValueError(f"{err}; not a benchsel plan? make one with "
+                         "'benchsel plan DATA -o PLAN.json'") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         found = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
         raise ValueError(
-            f"{path}: not a benchsel plan (format {found!r}, expected {FORMAT!r}); "
+            f"{path}: not a benchsel plan (format {_short(found)}, expected {FORMAT!r}); "
             "make one with 'benchsel plan DATA -o PLAN.json'"
         )
     version = obj.get("format_version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version != FORMAT_VERSION:
         raise ValueError(
-            f"{path}: plan format version {version!r}; this benchsel reads version "
+            f"{path}: plan format version {_short(version)}; this benchsel reads version "
             f"{FORMAT_VERSION} (the plan was written by benchsel "
-            f"{obj.get('benchsel_version', '?')}); make the plan again with this version"
+            f"{str(obj.get('benchsel_version', '?'))[:40]}); make the plan again with this "
+            "version"
         )
+    budget = None if max_decoded_bytes is None else DecodeBudget(max_decoded_bytes)
+    validate_plan(obj, str(path), budget)
     return obj

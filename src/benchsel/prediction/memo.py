@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._json import load_file
+
 __all__ = ["CACHE_ENV", "AutoMemo", "cache_dir", "load_cached", "save_cached"]
 
 #: What a held-out calibration keeps: residuals, the method's own std, regime excess.
@@ -175,6 +177,9 @@ def _cache_file(model) -> Path | None:
     return folder / "auto" / f"{h.hexdigest()[:32]}.json"
 
 
+_MAX_CACHE_BYTES = 256 << 20  # a board's decisions take kilobytes; more is not ours
+
+
 def load_cached(model) -> None:
     """Give a fitted model the decisions kept for its training matrix and options.
 
@@ -185,7 +190,7 @@ def load_cached(model) -> None:
     if path is None or not path.is_file():
         return
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = load_file(path, max_bytes=_MAX_CACHE_BYTES, strict=True)
         model.auto_memo = AutoMemo.from_json(obj, model.items_, str(path))
     except (OSError, ValueError, UnicodeDecodeError):
         return
