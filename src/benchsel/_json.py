@@ -124,15 +124,23 @@ def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
         the message starts with ``where``.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    _check_depth(raw, where, max_depth)
+    return _parse(raw, where, strict)
+
+
+def _check_depth(raw: bytes, where: str, max_depth: int) -> None:
     depth = nesting_depth(raw)
     if depth > max_depth:
         raise JSONInputError(f"{where}: JSON nested {depth} levels deep; at most {max_depth} "
                              "are read")
+
+
+def _parse(text: bytes | str, where: str, strict: bool):
     hooks = {"parse_int": _number}
     if strict:
         hooks["parse_constant"] = _no_constant
     try:
-        return json.loads(raw, **hooks)
+        return json.loads(text, **hooks)
     except JSONInputError as err:
         raise JSONInputError(f"{where}: {err} (strict JSON expected)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -178,7 +186,14 @@ def load_file(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise JSONInputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if len(raw) > limit:
         raise JSONInputError(f"{path}: larger than the {_size(limit)} a JSON input may be")
-    return loads(raw, str(path), max_depth=max_depth, strict=strict)
+    _check_depth(raw, str(path), max_depth)
+    # Parse text, not bytes, and let the bytes go first: json would hold both.
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise JSONInputError(f"{path}: not valid JSON (not UTF-8 text: {err})") from None
+    del raw
+    return _parse(text, str(path), strict)
 
 
 def _size(n: int) -> str:

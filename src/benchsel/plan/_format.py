@@ -74,37 +74,53 @@ def decode_array(obj, where: str) -> np.ndarray:
     if not isinstance(obj["data"], str):
         raise ValueError(f"{where}.data: expected base64 text")
     size = math.prod(shape)
-    try:
-        raw = base64.b64decode(obj["data"], validate=True)
-    except (ValueError, binascii.Error) as err:
-        raise ValueError(f"{where}: the array data is damaged ({err})") from None
     if obj["encoding"] == "bits":
+        raw = _b64decode(obj["data"], where)
         if len(raw) != -(-size // 8):
             raise ValueError(f"{where}: holds {len(raw)} bytes of bits; its shape {shape} "
                              f"needs {-(-size // 8)}")
         flat = np.unpackbits(np.frombuffer(raw, np.uint8))[:size].astype(np.float64)
     elif obj["encoding"] == "float64-zlib":
-        flat = np.frombuffer(_inflate(raw, 8 * size, where, shape), "<f8").astype(np.float64)
+        flat = _inflate(obj["data"], size, where, shape)
     else:
         raise ValueError(f"{where}: unknown array encoding {obj['encoding']!r}")
     return flat.reshape(shape)
 
 
-def _inflate(raw: bytes, nbytes: int, where: str, shape) -> bytes:
-    """Exactly ``nbytes`` inflated from ``raw``; more or fewer is an error, and no more
-    than ``nbytes`` (plus one) is ever produced."""
+_B64_CHUNK = 4 << 20  # characters decoded at a time (a multiple of 4)
+
+
+def _b64decode(text: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error) as err:
+        raise ValueError(f"{where}: the array data is damaged ({err})") from None
+
+
+def _inflate(text: str, size: int, where: str, shape) -> np.ndarray:
+    """``size`` float64 values from base64 zlib ``text``, decoded piece by piece into
+    the array itself: never more than the declared size is inflated, and neither the
+    whole compressed nor the whole inflated bytes are held beside the array."""
+    out = np.empty(size, "<f8")
+    target = memoryview(out).cast("B")
+    nbytes, filled = 8 * size, 0
     stream = zlib.decompressobj()
     try:
-        out = stream.decompress(raw, nbytes + 1)
+        for start in range(0, len(text), _B64_CHUNK):
+            raw = _b64decode(text[start:start + _B64_CHUNK], where)
+            piece = stream.decompress(raw, nbytes - filled + 1)
+            if filled + len(piece) > nbytes:
+                raise ValueError(f"{where}: the data inflates to more than the {size} values "
+                                 f"of its shape {shape}; refused before inflating it further")
+            target[filled:filled + len(piece)] = piece
+            filled += len(piece)
+        rest = stream.flush()
     except zlib.error as err:
         raise ValueError(f"{where}: the array data is damaged ({err})") from None
-    if len(out) > nbytes or stream.unconsumed_tail:
-        raise ValueError(f"{where}: the data inflates to more than the {nbytes // 8} values "
-                         f"of its shape {shape}; refused before inflating it further")
-    if len(out) != nbytes or not stream.eof:
-        raise ValueError(f"{where}: holds {len(out) // 8} values; its shape {shape} needs "
-                         f"{nbytes // 8}")
-    return out
+    if rest or filled != nbytes or not stream.eof:
+        raise ValueError(f"{where}: holds {(filled + len(rest)) // 8} values; its shape {shape} "
+                         f"needs {size}")
+    return out.astype(np.float64, copy=False)
 
 
 def fingerprint(models, items, values: np.ndarray) -> str:
