@@ -1,5 +1,7 @@
 """Readers, small-input parsers, the atomic writer, bundled datasets and ScoreMatrix basics."""
 
+import hashlib
+import json
 import os
 import re
 import stat
@@ -14,7 +16,9 @@ from benchsel import DataWarning, ScoreMatrix, list_datasets, load_dataset, read
 from benchsel.io import parse_observed, read_costs, write_text_atomic
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared reference data not present")
+#: sha256 of every file of ../shared/data that the package bundles, recorded from the
+#: shared copy when it was bundled: a clone without ../shared still checks its copies.
+SHARED_SHA256 = json.loads((Path(__file__).parent / "data" / "shared_sha256.json").read_text())
 
 GOOD = "model,a,b\nx,1,2\ny,3,4\nz,5,6\n"
 
@@ -351,10 +355,9 @@ def test_file_that_is_not_an_npz_archive(tmp_path):
         read_scores(path)
 
 
-@needs_shared
 def test_real_question_level_npz_matches_readme():
     """glue_rte.npz is 87 models x 277 questions of 0/1 scores, as the data README says."""
-    scores = read_scores(SHARED / "questions" / "glue_rte.npz")
+    scores = read_scores(benchsel.datasets.bundled_path("glue_rte"))
     assert scores.shape == (87, 277)
     assert set(np.unique(scores.values[scores.observed])) <= {0.0, 1.0}
 
@@ -581,23 +584,26 @@ def test_auxiliary_columns_are_left_out():
     assert "length_controlled_winrate" in alpaca.items
 
 
-@needs_shared
-@pytest.mark.parametrize("name", ["mteb", "helm_lite", "wildbench"])
-def test_bundled_copy_matches_shared_data(name):
-    """The bundled CSV reads to the same matrix as the shared reference copy."""
-    assert_same_matrix(
-        load_dataset(name), read_scores(SHARED / "leaderboards" / f"{name}.csv")
-    )
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@needs_shared
+@pytest.mark.parametrize("info", list_datasets(), ids=lambda info: info.name)
+def test_bundled_files_are_the_shared_files(info):
+    """Byte for byte: the bundled file has the recorded sha256 of the shared one, and so
+    does the shared file where ../shared is beside the checkout."""
+    kind = "leaderboards" if info.kind == "leaderboard" else "questions"
+    key = f"{kind}/{Path(info.filename).name}"
+    assert _sha256(benchsel.datasets.bundled_path(info.name)) == SHARED_SHA256[key]
+    if (SHARED / key).exists():
+        assert _sha256(SHARED / key) == SHARED_SHA256[key]
+
+
 @pytest.mark.parametrize("info", list_datasets("questions"), ids=lambda info: info.name)
-def test_bundled_question_sets_are_the_shared_files(info):
-    """Byte for byte, and loaded with items named <name>/<doc_id>, scores unchanged."""
-    shared = SHARED / "questions" / f"{info.name}.npz"
-    assert benchsel.datasets.bundled_path(info.name).read_bytes() == shared.read_bytes()
+def test_bundled_question_sets_load_with_doc_id_names(info):
+    """Loaded with items named <name>/<doc_id>, scores as stored."""
     scores = load_dataset(info.name)
-    with np.load(shared) as z:
+    with np.load(benchsel.datasets.bundled_path(info.name)) as z:
         np.testing.assert_array_equal(scores.values, z["scores"].astype(float))
     assert scores.items[:2] == (f"{info.name}/0", f"{info.name}/1")
 

@@ -245,13 +245,11 @@ def test_released_npz_with_repeated_model_names_loads_with_numbered_names(tmp_pa
     assert scores.models == ("a", "b", "a#2", "a#3")
 
 
-def test_every_shared_question_matrix_loads():
-    from pathlib import Path
+def test_every_bundled_question_matrix_loads():
+    from benchsel.datasets import bundled_path, list_datasets
 
-    root = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions"
-    files = sorted(root.glob("*.npz"))
-    if not files:
-        pytest.skip("shared reference data not present")
+    files = [bundled_path(info.name) for info in list_datasets("questions")]
+    assert len(files) == 10
     for path in files:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)

@@ -50,12 +50,9 @@ def test_output_into_a_missing_folder_or_onto_a_folder(tmp_path, capsys):
 
 
 def test_samples_file_never_overwrites_the_question_data(tmp_path, capsys):
-    from pathlib import Path
+    from benchsel.datasets import bundled_path
 
-    source = Path(__file__).resolve().parents[2] / "shared" / "data" / "questions" / \
-        "glue_rte.npz"
-    if not source.exists():
-        pytest.skip("shared per-question data not found")
+    source = bundled_path("glue_rte")
     data = tmp_path / "rte.npz"
     data.write_bytes(source.read_bytes())
     before = data.read_bytes()
