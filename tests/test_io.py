@@ -439,7 +439,7 @@ def test_read_costs_structural_errors(tmp_path):
     """Non-object JSON, invalid JSON, three-column rows and a missing file are errors."""
     with pytest.raises(ValueError, match="expected a JSON object"):
         read_costs(write(tmp_path, "[1, 2]", "list.json"))
-    with pytest.raises(ValueError, match="invalid JSON"):
+    with pytest.raises(ValueError, match="not valid JSON"):
         read_costs(write(tmp_path, "{a: 1", "broken.json"))
     with pytest.raises(ValueError, match=r"line 1: expected 'name,cost'"):
         read_costs(write(tmp_path, "a,1,2\n", "three.csv"))

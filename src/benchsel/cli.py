@@ -537,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import commands
 
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
+            commands.check_outputs(args)  # a target that cannot be written: before any work
             return run(args)
         except KeyboardInterrupt:
             print("benchsel: interrupted", file=sys.stderr)

@@ -21,7 +21,13 @@ import numpy as np
 
 from .datasets import bundled_path, list_datasets, load_dataset, resolve_data
 from .gaussian import GaussianModel
-from .io import read_costs, read_model_order, write_text_atomic
+from .io import (
+    check_output_folder,
+    check_output_path,
+    read_costs,
+    read_model_order,
+    write_text_atomic,
+)
 from .lmeval import parse_per_task, write_samples
 from .matrix import DataWarning, ScoreMatrix
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
@@ -119,6 +125,40 @@ def _inputs(args) -> list:
     if data is not None and bundled_path(data) is not None:
         paths.append(bundled_path(data))
     return paths
+
+
+def check_outputs(args) -> None:
+    """Refuse every output target of the command before any work is done.
+
+    ``-o``, ``--emit-lm-eval-samples`` and ``--plots`` are checked with the
+    writers' own rules (:func:`benchsel.io.check_output_path` and
+    :func:`~benchsel.io.check_output_folder`), so a read-only file, a
+    symbolic link loop, an input or a folder that is a file is refused at
+    once instead of after minutes of fitting.
+    """
+    inputs = _inputs(args)
+    files = []
+    if getattr(args, "output", None) is not None:
+        files.append(("-o/--output", args.output))
+    samples = getattr(args, "emit_lm_eval_samples", None)
+    if samples is not None:  # plan: FILE; coreset: TASK FILE
+        files.append(("--emit-lm-eval-samples", samples if isinstance(samples, str)
+                      else samples[-1]))
+    for flag, path in files:
+        if path == "":
+            raise UsageError(f"{flag}: an empty file name; give the name of a file to write"
+                             + (", or leave -o out to print" if flag.startswith("-o") else ""))
+        check_output_path(path, protect=inputs)
+    plots = getattr(args, "plots", None)
+    if plots is not None:
+        if plots == "":
+            raise UsageError("--plots: an empty folder name; give the folder to write the "
+                             "figures into")
+        for flag, path in files:
+            if Path(path).resolve() == Path(plots).resolve():
+                raise UsageError(f"--plots {plots} and {flag} name the same path; the "
+                                 "figures go into a folder of their own")
+        check_output_folder(plots, protect=inputs)
 
 
 def _read_options(args) -> dict:
@@ -433,6 +473,11 @@ def cmd_plan(args) -> int:
             Path(args.emit_lm_eval_samples).resolve() == Path(args.output).resolve():
         raise UsageError("--emit-lm-eval-samples and -o name the same file; the plan and "
                           "lm-eval's --samples file are two files")
+    from .evaluation.budget import MAX_TOTAL_QUESTIONS
+
+    if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
+        raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
+                         "can be planned")
     if args.kind == "benchmarks":
         for flag, value in (("-n", args.n), ("--total", args.total),
                             ("--emit-lm-eval-samples", args.emit_lm_eval_samples),
@@ -619,8 +664,11 @@ def cmd_discover(args) -> int:
 
 
 def cmd_budget(args) -> int:
-    from .evaluation.budget import question_budget
+    from .evaluation.budget import MAX_TOTAL_QUESTIONS, question_budget
 
+    if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
+        raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
+                         "can be spread")
     if args.transform != "none":
         raise UsageError("--transform is not supported by budget (noise is on the score scale)")
     if (args.k is None) == (args.select is None):
@@ -638,7 +686,8 @@ def cmd_budget(args) -> int:
                              total=args.total)
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
-    rows = [[r.benchmark, r.score, r.conditional_variance,
+    rows = [[r.benchmark, r.score,
+             "-" if r.conditional_variance is None else r.conditional_variance,
              "-" if r.questions_needed is None else r.questions_needed,
              "-" if r.questions_available is None else r.questions_available,
              *(["-" if r.allocated is None else r.allocated] if args.total else [])]
@@ -652,7 +701,9 @@ def cmd_budget(args) -> int:
             text += f"\n{r.benchmark}: {r.reason}"
     if args.total:
         text += (f"\nwith {args.total} questions in all, the unselected benchmarks' total "
-                 f"predictive variance is {result.rest_variance:.4g}")
+                 "predictive variance is " + ("beyond float64's range (scores near 1e154 "
+                                              "or more)" if result.rest_variance is None
+                                              else f"{result.rest_variance:.4g}"))
     _emit(args, payload, text)
     return 0
 

@@ -390,14 +390,32 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     return pred, covered, raw_covered, label
 
 
-def _nanmean(a: np.ndarray) -> float:
+def _scaled(a: np.ndarray) -> tuple[np.ndarray, float]:
+    """The non-NaN values of ``a`` over their largest magnitude, and that magnitude.
+
+    A fold's R² on extreme scores can be -1e200: its square (in ``std``) or a
+    sum of several (in ``mean``) overflows, which numpy would report as
+    "overflow encountered"; on the scaled values neither can.
+    """
     a = a[~np.isnan(a)]
-    return float(a.mean()) if a.size else float("nan")
+    top = float(np.max(np.abs(a))) if a.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return a, 1.0
+    return a / top, top
+
+
+def _nanmean(a: np.ndarray) -> float:
+    a, top = _scaled(a)
+    return float(top * a.mean()) if a.size else float("nan")
 
 
 def _nanstd(a: np.ndarray) -> float:
-    a = a[~np.isnan(a)]
-    return float(a.std()) if a.size else float("nan")
+    a, top = _scaled(a)
+    if not a.size:
+        return float("nan")
+    if not np.all(np.isfinite(a)):
+        return float("nan")  # an infinite value has no spread to report
+    return float(top * a.std())
 
 
 def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",

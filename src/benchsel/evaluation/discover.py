@@ -39,7 +39,7 @@ import numpy as np
 
 from .._linalg import inverse_diagonal
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
-from ..matrix import ScoreMatrix
+from ..matrix import DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
 from .metrics import json_record
 
@@ -238,10 +238,26 @@ def discover(
     if bootstrap:
         boot, skipped = _bootstrap_ranks(values, bootstrap, covariance, seed, progress)
         tail = 100 * (1 - level) / 2
-        # Ranks are whole numbers: the interval ends are ranks that occurred.
-        rank_low = np.nanpercentile(boot, tail, axis=0, method="lower").tolist()
-        rank_high = np.nanpercentile(boot, 100 - tail, axis=0, method="higher").tolist()
-        top3 = np.nanmean(np.where(np.isnan(boot), np.nan, boot <= 3), axis=0).tolist()
+        # A benchmark that no resample could rank (too few of its models drawn) has no
+        # interval: it is left empty and named, rather than asking numpy for the
+        # percentile of nothing (whose "All-NaN slice" warning names no benchmark).
+        ranked = ~np.isnan(boot).all(axis=0)
+        rank_low, rank_high, top3 = [None] * n, [None] * n, [None] * n
+        if ranked.any():
+            seen = boot[:, ranked]
+            # Ranks are whole numbers: the interval ends are ranks that occurred.
+            low = np.nanpercentile(seen, tail, axis=0, method="lower")
+            high = np.nanpercentile(seen, 100 - tail, axis=0, method="higher")
+            share = np.nanmean(np.where(np.isnan(seen), np.nan, seen <= 3), axis=0)
+            for j, lo, hi, sh in zip(np.flatnonzero(ranked), low, high, share):
+                rank_low[j], rank_high[j], top3[j] = float(lo), float(hi), float(sh)
+        if not ranked.all():
+            missed = [names[j] for j in np.flatnonzero(~ranked)]
+            warnings.warn(f"no bootstrap resample of {bootstrap} could rank "
+                          f"{', '.join(map(repr, missed[:10]))}"
+                          f"{' ...' if len(missed) > 10 else ''} (too few of its models "
+                          "drawn); its rank interval and top-3 share are left empty",
+                          DataWarning, stacklevel=2)
     ranks = _ranks(nov)
     def whole(v):
         return None if v is None or not np.isfinite(v) else int(v)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import __version__
 from ..gaussian import GaussianModel
-from ..io import write_text_atomic
+from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
 from ..selection.greedy import describe_certificate
 from . import figures
@@ -93,8 +93,13 @@ class Report:
         return render(self)
 
     def save_figures(self, directory, *, protect=()) -> list[Path]:
-        """Write every figure as ``<name>.png`` and ``<name>.svg`` into ``directory``."""
-        directory = Path(directory)
+        """Write every figure as ``<name>.png`` and ``<name>.svg`` into ``directory``.
+
+        ``directory`` is created if missing; one that is a file, an input or
+        inside an input folder (``protect``) is refused by name first
+        (:func:`benchsel.io.check_output_folder`).
+        """
+        directory = check_output_folder(directory, protect=protect)
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         with figures.style():
