@@ -113,3 +113,28 @@ def test_percents_for_a_fraction_board_stop_with_what_to_give(capsys):
     code, _, err = run(capsys, "predict", "bigcodebench", "--observed",
                        "Computation_complete=0.3")
     assert code == 1 and "looks like a fraction; the column is in percent: give 30" in err
+
+
+def test_every_command_takes_quiet_and_it_leaves_only_errors(capsys):
+    from benchsel.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    lacking = [name for name, p in sub.choices.items()
+               if not any("--quiet" in a.option_strings for a in p._actions)]
+    assert not lacking
+    # helm_lite's aggregate column is warned about; -q keeps stderr empty, stdout the same.
+    code, out, err = run(capsys, "select", "helm_lite", "-k", 2)
+    assert code == 0 and "benchsel: warning:" in err
+    code, quiet_out, quiet_err = run(capsys, "select", "helm_lite", "-k", 2, "-q")
+    assert code == 0 and quiet_err == "" and quiet_out == out
+    code, _, err = run(capsys, "select", "helm_lite", "-k", 2, "-q", "--exclude", "nothing")
+    assert code == 1 and err.startswith("benchsel: error:")
+
+
+def test_format_names_the_output_and_the_old_input_spelling_warns(capsys, tmp_path):
+    path = tmp_path / "board.csv"
+    benchsel.load_dataset("helm_lite").to_frame().to_csv(path)
+    code, out, err = run(capsys, "select", path, "-k", 2, "--format", "wide", "--json")
+    assert code == 0 and "--format is now --input-format" in err
+    code, again, err = run(capsys, "select", path, "-k", 2, "--input-format", "wide", "--json")
+    assert code == 0 and again == out and "--format" not in err

@@ -28,6 +28,7 @@ from .names import (
     SPLITS,
     TRANSFORMS,
 )
+from .progress import quiet
 
 __all__ = ["main", "build_parser"]
 
@@ -40,10 +41,11 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
                    "metrics become columns '<task>/<metric>,<filter>')"
                    + ("; leave it out with --plan" if optional else ""))
     g = p.add_argument_group("input format")
-    # predict's --format is its output format; elsewhere --format still names the input's.
-    flags = ("--input-format",) if optional else ("--input-format", "--format")
-    g.add_argument(*flags, dest="input_format", choices=INPUT_FORMATS,
+    g.add_argument("--input-format", dest="input_format", choices=INPUT_FORMATS,
                    help="file format (default: from the extension; text files are wide)")
+    if not optional:  # predict's --format is its output format; elsewhere the old spelling
+        g.add_argument("--format", dest="input_format", choices=INPUT_FORMATS,
+                       action=_Renamed, new="--input-format", help=argparse.SUPPRESS)
     g.add_argument("--sep", help="field separator of text files (default: tab for .tsv)")
     g.add_argument("--model-column", help="column with model names (wide: first column)")
     g.add_argument("--item-column", help="long format: benchmark column (default: benchmark)")
@@ -122,6 +124,9 @@ def _add_selection(p) -> None:
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+
+
+_QUIET = "nothing on stderr but errors: no progress lines, no warnings"
 
 
 class _Renamed(argparse.Action):
@@ -212,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=0, metavar="B",
                    help="also resample the models B times and report how often each "
                    "selected benchmark is selected again (default 0: no)")
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
     p = sub.add_parser("plan", help="decide what to run on a new model; save the plan "
@@ -334,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{', '.join(COMPLETION_METHODS)})")
     p.add_argument("--max-subsets", type=_positive_int, default=50_000,
                    help="oracle: refuse a k with more subsets than this (default 50000)")
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
     p = sub.add_parser("coreset", help="pick the questions to run on a new model")
@@ -383,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "+ or ++ to any for a ridge or kernel ridge refit (default all: these "
                    f"and {', '.join(PAPER_REFITS)})")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
     p = sub.add_parser("diagnose", help="normality tests: Shapiro-Wilk per benchmark, Mardia")
@@ -408,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="resample the models B times for an interval of each novelty rank "
                         "and its top-3 share (default 0: none)")
     p.add_argument("--seed", type=int, default=0, help="seed for the resamples")
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
     p = sub.add_parser(
@@ -494,13 +499,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="audit threshold on the robust leave-one-out z (default 5)")
     _add_coverage(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the folds and resamples")
-    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     p.add_argument("--json", action="store_true",
                    help="print what was written as JSON (the page embeds the sections' JSON)")
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p, intervals=False)
     _add_output(p)
+    for command in sub.choices.values():  # one --quiet, with one meaning, everywhere
+        if not any("--quiet" in a.option_strings for a in command._actions):
+            command.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     return parser
 
 
@@ -538,7 +546,11 @@ def main(argv: list[str] | None = None) -> int:
 
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
             commands.check_outputs(args)  # a target that cannot be written: before any work
-            return run(args)
+            if not args.quiet:
+                return run(args)
+            warnings.simplefilter("ignore")
+            with quiet():
+                return run(args)
         except KeyboardInterrupt:
             print("benchsel: interrupted", file=sys.stderr)
             return 130

@@ -9,8 +9,24 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "quiet"]
+
+#: Set by the command line's ``--quiet`` (:func:`quiet`): every progress line is off.
+_QUIET = False
+
+
+@contextmanager
+def quiet():
+    """No :class:`Progress` shows anything inside this context (``--quiet``)."""
+    global _QUIET
+    before, _QUIET = _QUIET, True
+    try:
+        yield
+    finally:
+        _QUIET = before
+
 
 #: Seconds between two lines when stderr is not a terminal.
 LOG_INTERVAL = 60.0
@@ -49,7 +65,7 @@ class Progress:
                  interval: float = LOG_INTERVAL):
         self.label = label
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = enabled is not False
+        self.enabled = enabled is not False and not _QUIET
         self.redraw = enabled is True or (enabled is None and self._isatty())
         self.interval = interval
         self.start = time.perf_counter()
