@@ -32,9 +32,34 @@ def test_difference_intervals_cover_hidden_truth_on_gaussian_data():
         inside.append((cmp.low[hidden] <= truth[hidden]) & (truth[hidden] <= cmp.high[hidden]))
         both = cmp.observed
         np.testing.assert_allclose(cmp.difference[both], truth[both])
-        assert np.all(cmp.std[both] == 0)
-        assert np.all((cmp.p_b_better >= 0) & (cmp.p_b_better <= 1))
+        # No measurement noise known: no error bar, no P(B > A), rather than certainty.
+        assert np.isnan(cmp.std[both]).all() and np.isnan(cmp.p_b_better[both]).all()
+        assert not cmp.noise_known[both].any() and cmp.noise_known[hidden].all()
+        p = cmp.p_b_better[hidden]
+        assert np.all((p >= 0) & (p <= 1))
     assert 0.85 <= np.mean(inside) <= 0.95
+
+
+def test_known_measurement_noise_gives_observed_differences_their_error_bar():
+    board = _gaussian_board()
+    model = GaussianModel().fit(board.subset(models=np.arange(300)))
+    given = ["b0", "b4", "b7"]
+    obs = [{g: board.values[r, int(g[1:])] for g in given} for r in (300, 301)]
+    se_a, se_b = {g: 0.3 for g in given}, {g: 0.4 for g in given}
+    cmp = compare_models(model, obs[0], obs[1], stderr_a=se_a, stderr_b=se_b)
+    both = cmp.observed
+    np.testing.assert_allclose(cmp.std[both], 0.5)  # sqrt(0.3^2 + 0.4^2)
+    from scipy.special import ndtr
+
+    np.testing.assert_allclose(cmp.p_b_better[both], ndtr(cmp.difference[both] / 0.5))
+    # Noisy scores are conditioned on with their noise: the others' error bars widen.
+    exact = compare_models(model, obs[0], obs[1])
+    assert np.all(cmp.std[~both] > exact.std[~both])
+    # Only one side's noise known: still no error bar where both ran.
+    half = compare_models(model, obs[0], obs[1], stderr_a=se_a)
+    assert np.isnan(half.std[both]).all()
+    with pytest.raises(ValueError, match="stderr of B, 'b4': -1.0; expected a finite"):
+        compare_models(model, obs[0], obs[1], stderr_b={"b4": -1})
 
 
 def test_errors_of_models_beyond_the_fit_are_correlated():
@@ -64,8 +89,11 @@ def test_cli_compare_on_a_sparse_board(capsys):
     diffs = payload["differences"]
     assert any(d["observed"] for d in diffs) and any(not d["observed"] for d in diffs)
     for d in diffs:
-        assert d["low"] <= d["difference"] <= d["high"]
-        assert (d["std"] == 0) == d["observed"]
+        if d["observed"]:  # a leaderboard gives no measurement noise: no error bar
+            assert d["std"] is None and d["p_b_better"] is None
+            assert not d["measurement_noise_known"]
+        else:
+            assert d["low"] <= d["difference"] <= d["high"] and d["std"] > 0
 
 
 def test_cli_compare_bad_models(capsys):
@@ -99,7 +127,7 @@ def test_cli_compare_two_runs_with_a_plan(capsys, tmp_path):
     assert (payload["model_a"], payload["model_b"]) == (board.models[0], board.models[1])
     by = {d["benchmark"]: d for d in payload["differences"]}
     for s in selected:
-        assert by[s]["observed"] and by[s]["std"] == 0
+        assert by[s]["observed"] and by[s]["std"] is None
         truth = board.values[1, board.items.index(s)] - board.values[0, board.items.index(s)]
         assert by[s]["difference"] == pytest.approx(truth)
     hidden = [d for d in payload["differences"] if not d["observed"]]
@@ -107,3 +135,31 @@ def test_cli_compare_two_runs_with_a_plan(capsys, tmp_path):
     # DATA and --plan together are refused.
     with pytest.raises(SystemExit):
         main(["compare", str(source), "--plan", str(plan), "--observed", str(runs)])
+
+
+def test_cli_compare_says_when_no_noise_is_known_and_uses_what_is_given(capsys, tmp_path):
+    """The friction of issue 30: two models run on every helm_lite benchmark used to get
+    std 0 and P(B > A) = 1 for a difference of 0.0034."""
+    board = load_dataset("helm_lite")
+    a, b = board.models[:2]
+    assert main(["compare", "helm_lite", "--models", f"{a},{b}"]) == 0
+    out = capsys.readouterr().out
+    assert "no measurement noise known" in out and " 1  " not in out
+    assert main(["compare", "helm_lite", "--models", f"{a},{b}", "--questions", "1000",
+                 "--json"]) == 0
+    diffs = {d["benchmark"]: d for d in json.loads(capsys.readouterr().out)["differences"]}
+    j = board.items.index("GSM8K")
+    p = board.values[:2, j]
+    expected = np.sqrt((p * (1 - p)).sum() / 1000)
+    assert diffs["GSM8K"]["std"] == pytest.approx(expected)
+    assert 0 < diffs["GSM8K"]["p_b_better"] < 1
+    # Standard errors as '<benchmark>_stderr' columns of DATA, used and not selected.
+    frame = board.to_frame()
+    frame["GSM8K_stderr"] = 0.01
+    path = tmp_path / "board.csv"
+    frame.to_csv(path)
+    assert main(["compare", str(path), "--models", f"{a},{b}", "--json"]) == 0
+    diffs = {d["benchmark"]: d for d in json.loads(capsys.readouterr().out)["differences"]}
+    assert "GSM8K_stderr" not in diffs
+    assert diffs["GSM8K"]["std"] == pytest.approx(np.sqrt(2) * 0.01)
+    assert diffs["MMLU"]["std"] is None

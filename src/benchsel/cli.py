@@ -466,6 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DATA is models x questions: the paired difference of A and B over "
                    "the questions both answered, with its standard error (and McNemar's test "
                    "for 0/1 scores); on by default with --lm-eval-task")
+    p.add_argument("--questions", metavar="N or NAME=N,...",
+                   help="questions behind each benchmark score (one count for all, or per "
+                   "benchmark): an accuracy p measured on N questions has the standard error "
+                   "sqrt(p(1-p)/N). Standard errors are also read from DATA's "
+                   "'<benchmark>_stderr' columns; without either, a difference both models "
+                   "were run on gets no error bar")
     _add_coverage(p)
     _add_output(p)
 

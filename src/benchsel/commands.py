@@ -29,7 +29,7 @@ from .io import (
     write_text_atomic,
 )
 from .lmeval import parse_per_task, write_samples
-from .matrix import DataWarning, ScoreMatrix
+from .matrix import DataWarning, ScoreMatrix, did_you_mean
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
 from .observations import as_items, observe, observe_benchmarks, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
@@ -745,15 +745,18 @@ def cmd_compare(args) -> int:
         return _compare_paired(args)
     if args.plan is not None:
         model, observed, names = _compare_from_plan(args)
+        stderr = [{}, {}]
     else:
         if args.data is None or args.models is None:
             raise UsageError("compare takes DATA and --models A,B (two of its models), or "
                               "--plan PLAN.json and --observed with two models' results")
         if args.observed:
             raise UsageError("--observed goes with --plan; without it A and B are rows of DATA")
-        model, observed, names = _compare_rows(args)
+        model, observed, names, stderr = _compare_rows(args)
+    stderr = [{**stderr[i], **_binomial_stderr(args.questions, observed[i], model)}
+              for i in range(2)]
     result = compare_models(model, observed[0], observed[1], names=tuple(names),
-                            level=args.coverage)
+                            level=args.coverage, stderr_a=stderr[0], stderr_b=stderr[1])
     payload = result.to_dict()
     payload["dataset"] = str(args.data if args.plan is None else args.plan)
     pct = f"{100 * args.coverage:g}%"
@@ -763,9 +766,72 @@ def cmd_compare(args) -> int:
     fit = ("each fitted without the two of them" if args.plan is None
            else "predicted by the plan's model")
     head = f"{names[1]} minus {names[0]}, {fit}; error correlation {result.correlation:.2f}"
+    unknown = [item for j, item in enumerate(result.items) if not result.noise_known[j]]
+    if unknown:
+        head += (f"\nboth run on {short_names(unknown, 5)}: no measurement noise known, so no "
+                 "error bar or P(B > A) there (-); give --questions N or "
+                 "'<benchmark>_stderr' columns")
     _emit(args, payload, head + "\n" + _table(
         ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
     return 0
+
+
+def _binomial_stderr(spec: str | None, observed: dict, model) -> dict:
+    """``--questions``: the standard error of each observed accuracy, sqrt(p(1-p)/N), on
+    the benchmark's own scale ([0, 1] or [0, 100])."""
+    if not spec:
+        return {}
+    counts = _question_counts(spec, list(model.items_))
+    out = {}
+    for item, value in observed.items():
+        n = counts.get(item, counts.get(None))
+        if n is None:
+            continue
+        low, high = model.bounds_[:, list(model.items_).index(item)]
+        if not (low == 0 and high in (1, 100)):
+            raise ValueError(f"--questions: {item!r} is not a score in [0, 1] or [0, 100] "
+                             f"(bounds {low:g}, {high:g}); give its standard error in a "
+                             "'_stderr' column instead")
+        p = min(max(value / high, 0.0), 1.0)
+        out[item] = high * float(np.sqrt(p * (1 - p) / n))
+    return out
+
+
+def _question_counts(spec: str, items: list[str]) -> dict:
+    """``N`` (every benchmark, key None) or ``NAME=N,...``, checked."""
+    def count(text: str, where: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise UsageError(f"--questions {where}: {text!r} is not a positive whole number")
+        return n
+
+    if "=" not in spec:
+        return {None: count(spec.strip(), "")}
+    out = {}
+    for part in filter(None, (t.strip() for t in spec.split(","))):
+        name, _, value = part.rpartition("=")
+        if name not in items:
+            raise ValueError(f"--questions: no benchmark {name!r}{did_you_mean([name], items)}")
+        out[name] = count(value.strip(), name)
+    return out
+
+
+def _split_stderr(scores: ScoreMatrix) -> tuple[ScoreMatrix, dict]:
+    """DATA's ``<benchmark>_stderr`` columns apart: (the scores, model -> {item: stderr})."""
+    pairs = {item: item[: -len("_stderr")] for item in scores.items
+             if item.endswith("_stderr") and item[: -len("_stderr")] in scores.items}
+    if not pairs:
+        return scores, {}
+    keep = [j for j, item in enumerate(scores.items) if item not in pairs]
+    stderr = {}
+    for i, model in enumerate(scores.models):
+        stderr[model] = {
+            pairs[item]: float(scores.values[i, j]) for j, item in enumerate(scores.items)
+            if item in pairs and not np.isnan(scores.values[i, j])}
+    return scores.subset(items=keep), stderr
 
 
 def _compare_paired(args) -> int:
@@ -806,14 +872,18 @@ def _two_models(args, scores: ScoreMatrix) -> tuple[ScoreMatrix, list[str]]:
 
 
 def _compare_rows(args):
-    """(model fitted on the other rows, the two rows' scores, their names) of DATA."""
-    scores, names = _two_models(args, _load(args).cleaned())
+    """(model fitted on the other rows, the two rows' scores, their names, their standard
+    errors from DATA's ``_stderr`` columns) of DATA."""
+    scores, stderr = _split_stderr(_load(args))
+    scores, names = _two_models(args, scores.cleaned())
     rows = [scores.models.index(n) for n in names]
     model = _fit(args, scores.subset(models=np.setdiff1d(np.arange(scores.n_models), rows)))
     known = set(model.items_)
     observed = [{item: float(scores.values[r, j]) for j, item in enumerate(scores.items)
                  if not np.isnan(scores.values[r, j]) and item in known} for r in rows]
-    return model, observed, names
+    errors = [{item: se for item, se in stderr.get(n, {}).items() if item in known}
+              for n in names]
+    return model, observed, names, errors
 
 
 def _compare_from_plan(args):

@@ -11,8 +11,15 @@ either score. ``rho`` is measured, not assumed: the intraclass correlation
 of held-out models' errors on the same item in the calibration splits
 (:meth:`~benchsel.gaussian.GaussianCalibrator.error_correlation`), the
 ``outside`` one when both models lie beyond the source range, else the
-``inside`` one. A benchmark both models were run on has its observed
-difference and no error bar.
+``inside`` one.
+
+A benchmark score is itself an estimate from a finite set of questions. Where
+its standard error is known (lm-eval's ``*_stderr``, a ``_stderr`` column, or
+a question count), an observed score is conditioned on with that noise, and a
+benchmark both models were run on gets its observed difference with the
+error bar ``sqrt(se_A^2 + se_B^2)``. Where it is not known, such a difference
+gets no error bar and no ``P(B > A)`` (``null`` in JSON; the table says
+"no measurement noise known") rather than a certainty the scores do not have.
 """
 
 from __future__ import annotations
@@ -44,23 +51,30 @@ class Comparison:
     level: float
     std_a: np.ndarray = None
     std_b: np.ndarray = None
+    noise_known: np.ndarray = None
 
     def to_dict(self) -> dict:
+        """JSON-ready; ``null`` where a difference has no known error bar."""
+        def number(v) -> float | None:
+            return float(v) if np.isfinite(v) else None
+
+        known = np.ones(len(self.items), bool) if self.noise_known is None else self.noise_known
         return {
             "model_a": self.model_a, "model_b": self.model_b, "level": self.level,
             "error_correlation": self.correlation,
             "differences": [
                 {"benchmark": name, "difference": float(self.difference[j]),
-                 "std": float(self.std[j]), "low": float(self.low[j]),
-                 "high": float(self.high[j]), "p_b_better": float(self.p_b_better[j]),
-                 "observed": bool(self.observed[j])}
+                 "std": number(self.std[j]), "low": number(self.low[j]),
+                 "high": number(self.high[j]), "p_b_better": number(self.p_b_better[j]),
+                 "observed": bool(self.observed[j]),
+                 "measurement_noise_known": bool(known[j])}
                 for j, name in enumerate(self.items)
             ],
         }
 
 
 def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
-                   level: float = 0.9) -> Comparison:
+                   level: float = 0.9, stderr_a=None, stderr_b=None) -> Comparison:
     """Predicted difference ``B - A`` of two new models on every item of ``model``.
 
     Parameters
@@ -71,37 +85,75 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
         What each model was run on.
     names : (str, str)
     level : float, default 0.9
+    stderr_a, stderr_b : mapping {item: standard error}, optional
+        Measurement standard errors of observed scores (finite, >= 0). An
+        observed score without one is taken as exact for predicting the
+        other items; a difference observed on both sides needs both.
 
     Returns
     -------
     Comparison
+        On items both models were run on: the observed difference, and its
+        measurement error bar where both standard errors are known (else
+        ``std``, ``low``, ``high`` and ``p_b_better`` are NaN,
+        ``noise_known`` False).
     """
     from scipy.special import ndtr, ndtri
 
     x = np.vstack([model._rows(observed_a)[1], model._rows(observed_b)[1]])
+    se = np.vstack([_stderr_row(model, x[0], stderr_a, names[0]),
+                    _stderr_row(model, x[1], stderr_b, names[1])])
+    noisy = np.nan_to_num(se, nan=0.0)
     pred = model.predict(ScoreMatrix(x, list(names), list(model.items_)), level=level,
-                         method="gaussian")  # the joint of A and B is the Gaussian's
+                         method="gaussian",  # the joint of A and B is the Gaussian's
+                         observed_std=noisy if (noisy > 0).any() else None)
     a, b = 0, 1
     rho = 0.0
     cal = pred.calibration
+    given = ~np.isnan(x)
     if cal and all(c["method"] == "conformal" for c in cal) and model._calibrator is not None:
         both_out = all(c["regime"] == "outside" for c in cal)
-        given = ~np.isnan(x)
         # The correlation of errors held out on the pattern both share.
         common = given[a] & given[b]
         if common.any():
             inside, outside = model._calibrator.error_correlation(common)
             rho = outside if both_out else inside
-    s_a, s_b = pred.std[a], pred.std[b]
-    diff = pred.mean[b] - pred.mean[a]
-    var = s_a**2 + s_b**2 - 2 * rho * s_a * s_b
+    # A score run is itself (with its measurement error); a score not run is predicted.
+    mean = np.where(given, x, pred.mean)
+    s = np.where(given, noisy, pred.std)
+    s_a, s_b = s[a], s[b]
+    diff = mean[b] - mean[a]
+    # Prediction errors of the two are correlated; measurement errors are not.
+    both_predicted = ~given[a] & ~given[b]
+    var = s_a**2 + s_b**2 - 2 * np.where(both_predicted, rho, 0.0) * s_a * s_b
     std = np.sqrt(np.maximum(var, 0.0))
+    observed = given[a] & given[b]
+    noise_known = ~observed | ~np.isnan(se).any(axis=0)
+    std = np.where(noise_known, std, np.nan)
     half = ndtri(0.5 + level / 2) * std
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(std > 0, ndtr(diff / std), np.where(diff > 0, 1.0, np.where(
             diff < 0, 0.0, 0.5)))
-    observed = pred.observed[a] & pred.observed[b]
+    p = np.where(noise_known, p, np.nan)
     return Comparison(model_a=names[0], model_b=names[1], items=list(model.items_),
                       difference=diff, std=std, low=diff - half, high=diff + half,
                       p_b_better=p, observed=observed, correlation=float(rho),
-                      level=float(level), std_a=s_a, std_b=s_b)
+                      level=float(level), std_a=s_a, std_b=s_b, noise_known=noise_known)
+
+
+def _stderr_row(model, x: np.ndarray, stderr, name: str) -> np.ndarray:
+    """Standard errors over ``model.items_``: given ones, NaN where unknown, 0 where not run."""
+    out = np.where(np.isnan(x), 0.0, np.nan)
+    index = {item: j for j, item in enumerate(model.items_)}
+    for item, value in (stderr or {}).items():
+        if item not in index:
+            if item in model.dropped_items_:  # left out of the fit, like its score
+                continue
+            raise ValueError(f"stderr of {name}: {item!r} is not a benchmark of the model")
+        value = float(value)
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"stderr of {name}, {item!r}: {value!r}; expected a finite "
+                             "standard error >= 0")
+        if not np.isnan(x[index[item]]):
+            out[index[item]] = value
+    return out
