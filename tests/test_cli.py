@@ -301,7 +301,9 @@ def test_spectrum_table(capsys):
     """The table mode names the dataset size and the levels reached."""
     code, out, _ = run(capsys, "spectrum", "wildbench")
     assert code == 0
-    assert out.startswith("11 items; explained variance reached at 90%: k=")
+    assert out.startswith("11 items. Benchmarks needed to explain 90/95/99% of the variance, "
+                          "greedy mi (as 'select --objective mi --target-residual'): 90%: ")
+    assert "no choice of fewer can do it (eigenvalues): 90%: " in out
 
 
 # ------------------------------------------------------------ error handling

@@ -138,3 +138,25 @@ def test_format_names_the_output_and_the_old_input_spelling_warns(capsys, tmp_pa
     assert code == 0 and "--format is now --input-format" in err
     code, again, err = run(capsys, "select", path, "-k", 2, "--input-format", "wide", "--json")
     assert code == 0 and again == out and "--format" not in err
+
+
+@pytest.mark.parametrize("board", ["helm_lite", "mteb"])
+def test_one_answer_to_how_many(capsys, board):
+    """spectrum, select --target-residual and the report name the same count (issue 30:
+    the report said 'Run 13' beside a list of 5 and MI needed 14)."""
+    from benchsel.report.build import Section, _Builder, _selection, _spectrum
+
+    code, out, _ = run(capsys, "select", board, "--target-residual", 0.1, "--json", "-q")
+    assert code == 0
+    picked = len(json.loads(out)["selected"])
+    model = benchsel.GaussianModel().fit(benchsel.load_dataset(board))
+    code, out, _ = run(capsys, "spectrum", board, "--json", "-q")
+    assert json.loads(out)["benchmarks_needed"] == {
+        "objective": "mi", "90%": picked, "95%": model.benchmarks_needed(0.95),
+        "99%": model.benchmarks_needed(0.99)}
+    builder, section = _Builder(total=2), Section("spectrum", "How many")
+    _spectrum(builder, section, model)
+    assert section.text[0].startswith(f"Run {picked} of the ")
+    listed = Section("selection", "Selection")
+    _selection(builder, listed, model, 3)
+    assert f"{picked} leave at most 10%" in " ".join(listed.text) or picked <= 3

@@ -511,6 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("spectrum", help="eigenvalue decay vs greedy residual variance")
     _add_data(p, intervals=False)
+    p.add_argument("--objective", choices=[o for o in OBJECTIVES if o != "random"],
+                   default="mi",
+                   help="the selection whose count is reported, as 'select --objective' "
+                   "(default mi): how many benchmarks it needs to explain 90/95/99%% of the "
+                   "variance, the number 'select --target-residual' and 'report' give")
     _add_output(p)
     for command in sub.choices.values():  # one --quiet, with one meaning, everywhere
         if not any("--quiet" in a.option_strings for a in command._actions):

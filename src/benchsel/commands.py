@@ -605,9 +605,18 @@ def cmd_spectrum(args) -> int:
          float(spec.greedy_residual[k]), spec.greedy_items[k]]
         for k in range(show)
     ]
-    reach = ", ".join(f"{lvl}: k={k}" for lvl, k in payload["k_for_explained"].items())
+    needed = {lvl: model.benchmarks_needed(float(lvl.rstrip("%")) / 100,
+                                           objective=args.objective)
+              for lvl in payload["k_for_explained"]}
+    payload["benchmarks_needed"] = {"objective": args.objective, **needed}
+    picks = ", ".join(f"{lvl}: {k}" for lvl, k in needed.items())
+    bound = ", ".join(f"{lvl}: {k}" for lvl, k in payload["k_for_explained"].items())
     text = (
-        f"{n} items; explained variance reached at {reach}\n"
+        f"{n} items. Benchmarks needed to explain 90/95/99% of the variance, greedy "
+        f"{args.objective} (as 'select --objective {args.objective} --target-residual'): "
+        f"{picks}; no choice of fewer can do it (eigenvalues): {bound}.\n"
+        "The table: eigenvalues, the variance left by the best k directions (a lower bound), "
+        "and by greedy entropy's first k benchmarks (every column, aggregates included)\n"
         + _table(["k", "eigenvalue", "eig_tail (bound)", "greedy_residual", "greedy item"], rows)
     )
     if n > show:

@@ -980,6 +980,27 @@ class GaussianModel:
             self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
             calibrate, unknown=lambda: unknown_calibration(train, level))
 
+    def benchmarks_needed(self, explained: float = 0.9, *, objective: str = "mi",
+                          keep_aggregates: bool = False) -> int:
+        """How many benchmarks the greedy selection picks before ``explained`` of the
+        (standardized) variance is explained: the one answer to "how many" that
+        ``select --target-residual``, ``spectrum`` and ``report`` give.
+
+        Parameters
+        ----------
+        explained : float in (0, 1), default 0.9
+            Share of the variance to explain (``target_residual = 1 - explained``).
+        objective, keep_aggregates
+            As in :meth:`select`.
+        """
+        if not 0 < explained < 1:
+            raise ValueError(f"explained must be in (0, 1); got {explained!r}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)  # said by the caller's own select
+            sel = self.select(None, objective=objective, target_residual=1 - explained,
+                              keep_aggregates=keep_aggregates)
+        return len(sel.items)
+
     def prepare_auto(self, given: Sequence[str]) -> None:
         """Make ``auto``'s decisions for new models run on ``given`` now, once.
 

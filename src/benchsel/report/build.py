@@ -167,14 +167,15 @@ def _spectrum(b: _Builder, s: Section, model: GaussianModel) -> None:
 
     spec = spectrum(model.estimate_.covariance, model.items_).to_dict()
     b.payload["spectrum"] = spec
-    greedy = np.asarray(spec["greedy_residual"])
-    n = greedy.size
-    k90 = int(np.argmax(greedy <= 0.1 + 1e-12)) + 1
+    n = len(spec["greedy_residual"])
+    k90 = model.benchmarks_needed(0.9, objective="mi")
+    spec["benchmarks_needed"] = {"objective": "mi", "90%": k90}
     bound = spec["k_for_explained"]["90%"]
     s.text.append(
-        f"Run {k90} of the {n} benchmarks, chosen greedily, and at most 10% of the "
-        f"leaderboard's variance (each benchmark standardized) is left unexplained; by the "
-        f"eigenvalues, no choice of fewer than {bound} benchmark(s) could reach that.")
+        f"Run {k90} of the {n} benchmarks, chosen greedily by mutual information "
+        "('benchsel select --target-residual 0.1', the selection below), and at most 10% of "
+        "the leaderboard's variance (each benchmark standardized) is left unexplained; by "
+        f"the eigenvalues, no choice of fewer than {bound} benchmark(s) could reach that.")
     b.figure(s, "spectrum", figures.spectrum_figure(spec))
 
 
@@ -186,6 +187,14 @@ def _selection(b: _Builder, s: Section, model: GaussianModel, k: int) -> None:
     b.payload["selection"] = sel.to_dict()
     s.text.append(f"The {len(sel.items)} benchmarks to run, in the order the greedy mutual-"
                   f"information selection picks them ('benchsel select -k {k}').")
+    needed = model.benchmarks_needed(0.9, objective="mi")
+    if needed > len(sel.items):
+        s.text.append(f"The list stops at {len(sel.items)}, as asked (-k {k}); {needed} "
+                      "leave at most 10% of the variance unexplained (see How many "
+                      f"benchmarks; 'benchsel report -k {needed}' lists them all).")
+    elif needed < len(sel.items):
+        s.text.append(f"The first {needed} already leave at most 10% of the variance "
+                      "unexplained; the rest, asked for with -k, reduce it further.")
     s.text.append(describe_certificate(sel.certificate))
     s.tables.append(Table(
         ["#", "benchmark", "gain (nats)", "variance left"],
