@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,8 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from benchsel.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -39,7 +42,7 @@ DATA = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions
 
 def show(cmd: list[str], output: str) -> None:
     print("$ " + " ".join(cmd))
-    print(output.rstrip() + "\n")
+    print(output.rstrip() + "\n", flush=True)  # as it happens, also into a pipe or log
 
 
 def benchsel(*args) -> str:
@@ -90,7 +93,16 @@ def main(argv=None) -> int:
 
     def lm_eval(models, out, samples=None) -> None:
         specs = [{"pretrained": f"model-{r:03d}", "replay": matrix, "row": r} for r in models]
-        run_many(tasks, out, specs, [task], samples=samples)
+        # A few batches, so that stderr shows how far the runs are and the time left.
+        progress = Progress(f"lm_eval runs into {out.name}/")
+        done = 0
+        for batch in np.array_split(np.arange(len(specs)), min(len(specs), 6)):
+            progress(done, len(specs))
+            run_many(tasks, out, [specs[i] for i in batch], [task], samples=samples,
+                     jobs=min(2, os.cpu_count() or 1))
+            done += len(batch)
+        progress(done, len(specs))
+        progress.close()
         extra = f" --samples {samples}" if samples else ""
         show(["lm_eval", "--model", "benchsel-fake", "--model_args",
               format_model_args(specs[0]).replace(str(matrix), "answers.npz"), "--tasks", task,

@@ -19,6 +19,12 @@ else
     exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
+start=$(date +%s)
+echo "install-chromium: installing chromium and chromium-driver with apt-get" \
+    "(about a minute; for the report's browser test)" >&2
 # The package lists may be stale: refresh them once if the first try fails.
 $apt install -y -q chromium chromium-driver >/dev/null \
-    || { $apt update -q >/dev/null && $apt install -y -q chromium chromium-driver >/dev/null; }
+    || { echo "install-chromium: refreshing the package lists and trying again" >&2 \
+         && $apt update -q >/dev/null \
+         && $apt install -y -q chromium chromium-driver >/dev/null; }
+echo "install-chromium: done in $(( $(date +%s) - start )) s" >&2

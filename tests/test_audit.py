@@ -122,3 +122,12 @@ def test_order_file_errors_name_the_line_and_value(tmp_path, capsys):
     assert main(["audit", str(board), "--order", str(order)]) == 1
     err = capsys.readouterr().err
     assert "line 3" in err and "'last spring'" in err and "date" in err
+
+
+def test_audit_table_says_what_its_columns_mean(capsys):
+    from benchsel.cli import main
+
+    assert main(["audit", "mteb", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "drift t: Welch's t of late against early" in out
+    assert "replacement: the unflagged benchmark most correlated with it" in out

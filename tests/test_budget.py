@@ -63,3 +63,26 @@ def test_cli_budget_json(capsys):
     rows = payload["benchmarks"]
     assert len(rows) == 3 and sum(r["allocated"] for r in rows) == 300
     assert payload["rest_variance"] > 0
+
+
+def test_scores_that_are_not_means_over_questions_get_no_count(capsys):
+    """MTEB's STS and clustering scores are correlations and V-measures: no number of
+    questions gives their noise (issue 30), unless --per-question says otherwise."""
+    assert main(["budget", "mteb", "--select", "STS15,BiorxivClusteringS2S,"
+                 "AmazonPolarityClassification", "--total", "500", "--json", "-q"]) == 0
+    rows = {r["benchmark"]: r for r in json.loads(capsys.readouterr().out)["benchmarks"]}
+    for name in ("STS15", "BiorxivClusteringS2S"):
+        assert rows[name]["questions_needed"] is None and rows[name]["allocated"] is None
+        assert "not a mean over questions" in rows[name]["reason"]
+    assert rows["AmazonPolarityClassification"]["allocated"] == 500
+    assert main(["budget", "mteb", "--select", "STS15,AmazonPolarityClassification",
+                 "--per-question", "STS15", "--json", "-q"]) == 0
+    rows = {r["benchmark"]: r for r in json.loads(capsys.readouterr().out)["benchmarks"]}
+    assert rows["STS15"]["questions_needed"] > 0
+
+
+def test_budget_table_explains_its_columns_and_units(capsys):
+    assert main(["budget", "helm_lite", "-k", "2", "--total", "300", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "in score units squared" in out and "cond. variance: what the other" in out
+    assert "(summed over them, score units squared)" in out

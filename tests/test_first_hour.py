@@ -160,3 +160,40 @@ def test_one_answer_to_how_many(capsys, board):
     listed = Section("selection", "Selection")
     _selection(builder, listed, model, 3)
     assert f"{picked} leave at most 10%" in " ".join(listed.text) or picked <= 3
+
+
+def test_auto_reports_its_long_steps_and_a_terminal_sees_the_time_left():
+    import io
+    import time
+
+    from benchsel.prediction.completion import reporting_to
+    from benchsel.progress import Stages
+
+    board = benchsel.load_dataset("helm_lite")
+    model = benchsel.GaussianModel().fit(board)
+    calls = []
+    with reporting_to(lambda *call: calls.append(call)):
+        model.predict({"GSM8K": 0.6, "MMLU": 0.7}, method="auto")
+    stages = list(dict.fromkeys(stage for stage, _, _ in calls))
+    assert stages[0] == "choosing the predictor"
+    assert any(stage.startswith("calibrating") for stage in stages)
+    for stage in stages:
+        steps = [(done, total) for s, done, total in calls if s == stage]
+        assert steps[0][0] == 0 and steps[-1][0] == steps[-1][1] > 0
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    show = Stages(delay=0.0, stream=screen)
+    for done in range(4):
+        show("choosing the predictor", done, 3)
+        time.sleep(0.12)  # past the terminal's redraw interval
+    assert "choosing the predictor: 1/3 (33%)" in screen.getvalue()
+    assert "left" in screen.getvalue() and screen.getvalue().endswith("\n")
+    quiet = Terminal()
+    brief = Stages(delay=60.0, stream=quiet)
+    for done in range(4):
+        brief("quick step", done, 3)
+    assert quiet.getvalue() == ""  # a step shorter than the delay shows nothing

@@ -28,7 +28,7 @@ from .names import (
     SPLITS,
     TRANSFORMS,
 )
-from .progress import quiet
+from .progress import Stages, quiet
 
 __all__ = ["main", "build_parser"]
 
@@ -425,6 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="objective of the -k selection (default mi)")
     p.add_argument("--select", metavar="NAMES",
                    help="comma-separated benchmarks to budget instead of -k")
+    p.add_argument("--per-question", metavar="NAMES",
+                   help="comma-separated benchmarks to budget although their name says "
+                   "they are not a mean over questions (STS, clustering, ratings: left "
+                   "without a count by default)")
     p.add_argument("--fraction", type=float, default=0.1,
                    help="sampling noise allowed, as a share of each benchmark's variance "
                    "given the other selected ones (default 0.1)")
@@ -556,9 +560,16 @@ def main(argv: list[str] | None = None) -> int:
             from . import commands
 
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
+            from .prediction.completion import reporting_to
+
             commands.check_outputs(args)  # a target that cannot be written: before any work
             if not args.quiet:
-                return run(args)
+                stages = Stages()  # auto's long steps: a line each, with the time left
+                with reporting_to(stages):
+                    try:
+                        return run(args)
+                    finally:
+                        stages.close()
             warnings.simplefilter("ignore")
             with quiet():
                 return run(args)

@@ -692,7 +692,8 @@ def cmd_budget(args) -> int:
         counts = read_costs(args.questions)
         questions = dict(zip(as_items(list(counts), model.items_), counts.values()))
     result = question_budget(model, selected, fraction=args.fraction, questions=questions,
-                             total=args.total)
+                             total=args.total,
+                             per_question=_item_names(args.per_question, model.items_))
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     rows = [[r.benchmark, r.score,
@@ -704,15 +705,22 @@ def cmd_budget(args) -> int:
     text = (f"questions per benchmark for sampling noise <= {args.fraction:g} x its variance "
             "given the other selected benchmarks\n"
             + _table(["benchmark", "mean score", "cond. variance", "questions needed",
-                      "available", *(["allocated"] if args.total else [])], rows))
+                      "available", *(["allocated"] if args.total else [])], rows)
+            + "\n\nmean score: over the leaderboard's models, in the board's units; cond. "
+            "variance: what the other selected benchmarks leave unexplained, in score units "
+            "squared; questions needed: for a binomial score p measured on n questions, "
+            "p(1-p)/n is at most that share of it; available: the benchmark's questions "
+            "(--questions)" + ("; allocated: the --total spread where it lowers the "
+                              "unselected benchmarks' predictive variance most"
+                              if args.total else ""))
     for r in result.rows:
         if r.reason:
             text += f"\n{r.benchmark}: {r.reason}"
     if args.total:
         text += (f"\nwith {args.total} questions in all, the unselected benchmarks' total "
-                 "predictive variance is " + ("beyond float64's range (scores near 1e154 "
-                                              "or more)" if result.rest_variance is None
-                                              else f"{result.rest_variance:.4g}"))
+                 "predictive variance (summed over them, score units squared) is "
+                 + ("beyond float64's range (scores near 1e154 or more)"
+                    if result.rest_variance is None else f"{result.rest_variance:.4g}"))
     _emit(args, payload, text)
     return 0
 
@@ -743,6 +751,12 @@ def cmd_audit(args) -> int:
              "replacement"],
             [[b.benchmark, b.flagged_cells, b.cells, b.mean_z_early, b.mean_z_late, b.drift_t,
               b.replacement or "-"] for b in marked])
+        text += ("\n\nflagged: cells with |z| above the threshold, of the benchmark's cells; "
+                 "mean z early / late: its mean z over the earlier and later half of the "
+                 "models (row order, or --order's dates); drift t: Welch's t of late against "
+                 "early, |t| > 3 marks a benchmark whose relation to the others drifts (e.g. "
+                 "contamination); replacement: the unflagged benchmark most correlated with "
+                 "it, which carries most of what it measures")
     _emit(args, payload, text)
     return 0
 

@@ -11,7 +11,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["Progress", "quiet"]
+__all__ = ["Progress", "Stages", "quiet"]
 
 #: Set by the command line's ``--quiet`` (:func:`quiet`): every progress line is off.
 _QUIET = False
@@ -114,3 +114,31 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         self.drawn = False
+
+
+class Stages:
+    """Callable ``stages(stage, done, total)``: one :class:`Progress` per named stage.
+
+    A stage shows nothing in its first ``delay`` seconds, so quick steps stay
+    silent and only those longer than that get a line with the time left.
+    """
+
+    def __init__(self, delay: float = 2.0, stream=None):
+        self.delay = delay
+        self.stream = stream
+        self.current: tuple[str, Progress] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.current is None or self.current[0] != stage:
+            self.close()
+            self.current = (stage, Progress(stage, stream=self.stream))
+        progress = self.current[1]
+        if time.perf_counter() - progress.start >= self.delay or progress.drawn:
+            progress(done, total)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current[1].close()
+            self.current = None

@@ -21,6 +21,7 @@ entering as noisy measurements (the mixed plan's model, see
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,18 @@ from .metrics import json_record
 
 __all__ = ["MAX_TOTAL_QUESTIONS", "BudgetRow", "BudgetResult", "question_budget",
            "rest_variance"]
+
+
+#: Names of scores that are not a mean over questions (a correlation, a clustering
+#: measure, a rating): no count of questions gives their noise. Matched case-blind.
+NOT_A_QUESTION_MEAN = re.compile(
+    r"clustering|(^|[^a-z])sts($|[^a-z])|sts\d|stsbenchmark|sick-r|biosses|summeval|"
+    r"spearman|pearson|v.?measure|(^|[^a-z])elo($|[^a-z])|win.?rate|rating", re.IGNORECASE)
+
+
+def is_question_mean(name: str) -> bool:
+    """False where a benchmark's name says its score is not a mean over questions."""
+    return NOT_A_QUESTION_MEAN.search(name) is None
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,8 @@ def _in_score_units(variance_z: float, scale: float) -> float:
 
 
 def question_budget(model, selected, *, fraction: float = 0.1, questions=None,
-                    total: int | None = None, chunk: int = 10) -> BudgetResult:
+                    total: int | None = None, chunk: int = 10,
+                    per_question=()) -> BudgetResult:
     """Questions per selected benchmark, and a total budget's allocation (module docstring).
 
     Parameters
@@ -112,6 +126,10 @@ def question_budget(model, selected, *, fraction: float = 0.1, questions=None,
     chunk : int, default 10
         Questions per greedy step of the allocation (more when ``total``
         needs over 1,000 steps).
+    per_question : iterable of str, optional
+        Benchmarks to budget although their name says their score is not a
+        mean over questions (:data:`NOT_A_QUESTION_MEAN`: STS, clustering,
+        ratings); the others are reported without a question count.
 
     Notes
     -----
@@ -146,8 +164,13 @@ def question_budget(model, selected, *, fraction: float = 0.1, questions=None,
         cond = _in_score_units(cond_z, scale[j])
         cap = questions.get(items[j])
         unit = {"fraction": 1.0, "percent": 100.0}.get(str(kind[j]))
-        if unit is None:
-            reason = "not a fraction or percent score: no binomial noise model"
+        named = not is_question_mean(items[j]) and items[j] not in set(per_question)
+        if unit is None or named:
+            reason = ("not a fraction or percent score: no binomial noise model"
+                      if unit is None else
+                      "its name says it is not a mean over questions (a correlation, "
+                      "clustering or rating score): no question count gives its noise "
+                      "(--per-question to budget it anyway)")
             if not np.isfinite(cond):
                 reason += (f"; its conditional variance ({cond_z:.3g} x {scale[j]:.3g}^2) is "
                            "beyond float64's range")
@@ -182,6 +205,8 @@ def _rest_variance_z(model, idx, plan, counts: dict) -> tuple[float, float]:
     n_items = len(model.items_)
     x = np.full((1, n_items), np.nan)
     noise = np.zeros((1, n_items))
+    # A selected benchmark without a question noise model is still run: an exact score.
+    x[0, [i for k, i in enumerate(idx) if plan[k] is None]] = 0.0
     for k, count in counts.items():
         p, unit, cap = plan[k]
         x[0, idx[k]] = 0.0

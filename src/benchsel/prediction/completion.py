@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -557,6 +558,28 @@ def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
     return masks
 
 
+#: Where long steps report ``(stage, done, total)``; set with :func:`reporting_to`.
+_REPORT: Callable[[str, int, int], None] | None = None
+
+
+@contextmanager
+def reporting_to(report: Callable[[str, int, int], None] | None):
+    """Inside this context, ``auto``'s cross-validations and calibrations report their
+    progress to ``report(stage, done, total)`` (the command line shows it with the time
+    left); outside it, nothing is reported."""
+    global _REPORT
+    before, _REPORT = _REPORT, report
+    try:
+        yield
+    finally:
+        _REPORT = before
+
+
+def _report(stage: str, done: int, total: int) -> None:
+    if _REPORT is not None:
+        _REPORT(stage, done, total)
+
+
 def choose_completer(
     values: np.ndarray, *, methods=None, given=None, folds: int = 3, hide: float = 0.5,
     seed=0, cache: CompletionCache | None = None, split: str = "random",
@@ -619,10 +642,16 @@ def choose_completer(
     true = np.concatenate([values[mask] for mask in masks])
     pred = {m: [] for m in methods}
     cache = cache or CompletionCache()
+    stage = ("choosing the predictor" if split == "random"
+             else "choosing the predictor beyond the sources' range")
+    total, done = len(masks) * len(methods), 0
     for mask in masks:
         held_out = np.where(mask, np.nan, values)
         for m in methods:
+            _report(stage, done, total)
             pred[m].append(cache.get(held_out, m).mean[mask])
+            done += 1
+    _report(stage, total, total)
     medape, coverage = {}, {}
     for m in methods:
         p = np.concatenate(pred[m])
@@ -855,9 +884,12 @@ def completion_residuals(
     rows = rng.permutation(usable)[: max(1, usable.size // 3)]
     mask = np.zeros_like(observed)
     mask[rows] = observed[rows] & ~given
-    parts = [_hidden_residuals(values, mask, method, cache)]
-    for sub, mask in _strength_splits(values, given):
+    splits = [(values, mask), *_strength_splits(values, given)]
+    parts = []
+    for done, (sub, mask) in enumerate(splits):
+        _report(f"calibrating {method}'s intervals", done, len(splits))
         parts.append(_hidden_residuals(sub, mask, method, cache))
+    _report(f"calibrating {method}'s intervals", len(splits), len(splits))
     return tuple(np.concatenate(p) for p in zip(*parts))
 
 
