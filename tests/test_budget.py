@@ -86,3 +86,16 @@ def test_budget_table_explains_its_columns_and_units(capsys):
     out = capsys.readouterr().out
     assert "in score units squared" in out and "cond. variance: what the other" in out
     assert "(summed over them, score units squared)" in out
+
+
+def test_question_counts_file_with_its_documented_header(tmp_path, capsys):
+    path = tmp_path / "questions.csv"
+    path.write_text("benchmark,questions\nGSM8K,1319\nMMLU,14042\n")
+    assert main(["budget", "helm_lite", "--select", "GSM8K,MMLU", "--questions", str(path),
+                 "--json", "-q"]) == 0
+    rows = {r["benchmark"]: r for r in json.loads(capsys.readouterr().out)["benchmarks"]}
+    assert rows["GSM8K"]["questions_available"] == 1319
+    path.write_text("benchmark,questions\nGSM8K,13.5\n")
+    assert main(["budget", "helm_lite", "--select", "GSM8K", "--questions", str(path)]) == 1
+    assert "question count '13.5' for 'GSM8K' is not a positive whole number" in \
+        capsys.readouterr().err

@@ -26,6 +26,7 @@ from .io import (
     check_output_path,
     read_costs,
     read_model_order,
+    read_question_counts,
     write_text_atomic,
 )
 from .lmeval import parse_per_task, write_samples
@@ -689,7 +690,7 @@ def cmd_budget(args) -> int:
                 else model.select(args.k, objective=args.objective).items)
     questions = None
     if args.questions:
-        counts = read_costs(args.questions)
+        counts = read_question_counts(args.questions)
         questions = dict(zip(as_items(list(counts), model.items_), counts.values()))
     result = question_budget(model, selected, fraction=args.fraction, questions=questions,
                              total=args.total,
@@ -821,7 +822,12 @@ def _binomial_stderr(spec: str | None, observed: dict, model) -> dict:
 
 
 def _question_counts(spec: str, items: list[str]) -> dict:
-    """``N`` (every benchmark, key None) or ``NAME=N,...``, checked."""
+    """``N`` (every benchmark, key None), ``NAME=N,...`` or a file of counts (as budget's
+    ``--questions``: CSV ``benchmark,count`` or JSON), checked."""
+    if Path(spec).is_file():
+        counts = read_question_counts(spec)
+        return dict(zip(as_items(list(counts), items), counts.values()))
+
     def count(text: str, where: str) -> int:
         try:
             n = int(text)

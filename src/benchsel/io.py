@@ -27,6 +27,7 @@ __all__ = [
     "read_costs",
     "read_model_order",
     "parse_observed",
+    "read_question_counts",
     "write_text_atomic",
     "write_json_atomic",
     "check_output_path",
@@ -516,9 +517,10 @@ def _read_mapping(path: Path, what: str, column: str, parse) -> dict:
     return out
 
 
-_FILE = {"cost": "costs", "order": "model order"}
+_FILE = {"cost": "costs", "order": "model order", "question count": "question counts"}
 _EXPECTED = {"cost": "a positive number",
-             "order": "a number or a date (YYYY-MM-DD, optionally with a time)"}
+             "order": "a number or a date (YYYY-MM-DD, optionally with a time)",
+             "question count": "a positive whole number"}
 
 
 def _positive(value) -> float | None:
@@ -555,6 +557,17 @@ def read_costs(path: str | os.PathLike) -> dict[str, float]:
     number.
     """
     return _read_mapping(Path(path), "cost", "cost", _positive)
+
+
+def read_question_counts(path: str | os.PathLike) -> dict[str, int]:
+    """Questions per benchmark from a JSON object ``{name: count}`` or a two-column CSV
+    (optionally headed ``benchmark,questions``)."""
+    return _read_mapping(Path(path), "question count", "questions", _whole_count)
+
+
+def _whole_count(value) -> int | None:
+    number = _positive(value)
+    return int(number) if number is not None and float(number).is_integer() else None
 
 
 def read_model_order(path: str | os.PathLike) -> dict[str, float]:
