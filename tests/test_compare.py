@@ -163,3 +163,23 @@ def test_cli_compare_says_when_no_noise_is_known_and_uses_what_is_given(capsys, 
     assert "GSM8K_stderr" not in diffs
     assert diffs["GSM8K"]["std"] == pytest.approx(np.sqrt(2) * 0.01)
     assert diffs["MMLU"]["std"] is None
+
+
+def test_predict_conditions_on_noisy_scores_with_their_noise(capsys, tmp_path):
+    """--questions N: an observed accuracy p is a measurement with standard error
+    sqrt(p(1-p)/N); the fewer the questions, the more the model pulls it in."""
+    observed = "GSM8K=0.95,MMLU=0.4"
+    means = {}
+    for n in ("20", "100000"):
+        assert main(["predict", "helm_lite", "--observed", observed, "--questions", n,
+                     "--json", "-q"]) == 0
+        records = {r["benchmark"]: r for r in json.loads(capsys.readouterr().out)["predictions"]}
+        assert "GSM8K" in records and records["GSM8K"]["std"] > 0  # predicted, not echoed
+        means[n] = records["GSM8K"]["mean"]
+    assert abs(means["100000"] - 0.95) < 0.01  # nearly exact: kept
+    assert means["20"] < means["100000"] - 0.01  # 20 questions: pulled toward the model
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", "helm_lite", "--observed", observed, "--questions", "20",
+              "--method", "svd"])
+    assert exit_.value.code == 2
+    assert "only the Gaussian predictor models" in capsys.readouterr().err

@@ -280,6 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "uses the best (the JSON output's 'choice' says which, by how much); "
                    "gaussian is the conditional distribution; the rest as in 'benchsel "
                    "evaluate DATA --protocol complete'")
+    p.add_argument("--questions", metavar="N or NAME=N,...",
+                   help="questions behind each observed score (one count for all, per "
+                   "benchmark, or a 'benchmark,questions' file): an accuracy p from N "
+                   "questions has the standard error sqrt(p(1-p)/N), and the Gaussian "
+                   "conditions on it with that noise; the observed benchmarks are then "
+                   "predicted too")
     p.add_argument("--format", choices=["table", "json", "csv", *INPUT_FORMATS],
                    default="table",
                    help="output: table (default), json (as --json), or csv: the filled-in "

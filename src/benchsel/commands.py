@@ -336,7 +336,10 @@ def cmd_predict(args) -> int:
         head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
                 "questions" + (f", {given} task(s) run in full" if given else "")
                 if level == "questions"
-                else f"{name}: {len(rows)} predicted from {given} observed")
+                else f"{name}: {len(rows)} predicted from {given} observed"
+                if not getattr(args, "questions", None)
+                else f"{name}: {len(rows)} predicted, its observed scores among them: the "
+                "Gaussian conditioned on them with their measurement noise (--questions)")
         if pred.choices:
             choice = pred.choices[i]
             margin = choice["margin"]
@@ -346,6 +349,10 @@ def cmd_predict(args) -> int:
             if choice.get("split") == "none":
                 head += (f"\n  method: {choice['method']} (auto: no observed score to choose "
                          "by; the source models' mean and spread)")
+            elif choice.get("split") == "frontier":
+                head += (f"\n  method: {choice['method']} (auto: this model is at the top of "
+                         "the source models, where the Gaussian's conditional mean is "
+                         "corrected by the shortfall measured on the strongest sources)")
             else:
                 head += (f"\n  method: {choice['method']} (auto: best of a cross-validation "
                          f"on {choice['cells']} {held}"
@@ -392,11 +399,24 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     from .prediction.memo import load_cached, save_cached
 
     load_cached(model)
-    pred = model.predict(observed, level=args.coverage, method=args.method)
+    pred = model.predict(observed, level=args.coverage, method=args.method,
+                         observed_std=_predict_noise(args, model, observed))
     save_cached(model)
     if dual and pred.models == ["new model"]:
         pred = dataclasses.replace(pred, models=["new benchmark"])
     return pred, "benchmarks"
+
+
+def _predict_noise(args, model, observed):
+    """``predict --questions``: the observed scores' standard errors over the model's items
+    (the Gaussian then conditions on them with that noise), or None."""
+    if not getattr(args, "questions", None):
+        return None
+    if args.method not in (None, "auto", "gaussian"):
+        raise UsageError(f"--questions makes the observed scores noisy, which only the "
+                         f"Gaussian predictor models; --method {args.method} cannot use it")
+    _, x = model._rows(observed)
+    return np.nan_to_num(_binomial_noise(args.questions, model, x), nan=0.0)
 
 
 def _on_the_boards_scale(args, model, observed):
@@ -435,10 +455,16 @@ def _predict_from_plan(args):
                           "plan predicts with the methods it was made with")
     with _as_flags(observed="--observed"):
         observations = observe(plan, args.observed)
+    noise = None
     if plan.level == "benchmarks":
-        observations.benchmarks = _on_the_boards_scale(args, plan.benchmarks.model(),
-                                                       observations.benchmarks)
-    return plan.predict(observations, coverage=args.coverage, method=args.method), plan.level
+        model = plan.benchmarks.model()
+        observations.benchmarks = _on_the_boards_scale(args, model, observations.benchmarks)
+        noise = _predict_noise(args, model, observations.benchmarks)
+    elif args.questions:
+        raise UsageError(f"--questions applies to benchmark scores; a {plan.level}-level "
+                         "plan knows the questions each task score comes from")
+    return plan.predict(observations, coverage=args.coverage, method=args.method,
+                        observed_std=noise), plan.level
 
 
 def _refuse_fit_options(args, message: str) -> None:
@@ -800,25 +826,39 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _binomial_stderr(spec: str | None, observed: dict, model) -> dict:
-    """``--questions``: the standard error of each observed accuracy, sqrt(p(1-p)/N), on
-    the benchmark's own scale ([0, 1] or [0, 100])."""
+def _binomial_noise(spec: str | None, model, x: np.ndarray) -> np.ndarray:
+    """``--questions``: the standard error sqrt(p(1-p)/N) of each observed score of ``x``
+    (rows over ``model.items_``), on the benchmark's own scale ([0, 1] or [0, 100]);
+    NaN where a score is observed without a count, 0 where none is observed."""
+    out = np.where(np.isnan(x), 0.0, np.nan)
     if not spec:
-        return {}
-    counts = _question_counts(spec, list(model.items_))
-    out = {}
-    for item, value in observed.items():
+        return out
+    items = list(model.items_)
+    counts = _question_counts(spec, items)
+    for j, item in enumerate(items):
         n = counts.get(item, counts.get(None))
-        if n is None:
+        rows = ~np.isnan(x[:, j])
+        if n is None or not rows.any():
             continue
-        low, high = model.bounds_[:, list(model.items_).index(item)]
+        low, high = model.bounds_[:, j]
         if not (low == 0 and high in (1, 100)):
             raise ValueError(f"--questions: {item!r} is not a score in [0, 1] or [0, 100] "
                              f"(bounds {low:g}, {high:g}); give its standard error in a "
                              "'_stderr' column instead")
-        p = min(max(value / high, 0.0), 1.0)
-        out[item] = high * float(np.sqrt(p * (1 - p) / n))
+        p = np.clip(x[rows, j] / high, 0.0, 1.0)
+        out[rows, j] = high * np.sqrt(p * (1 - p) / n)
     return out
+
+
+def _binomial_stderr(spec: str | None, observed: dict, model) -> dict:
+    """``--questions`` for one model's ``{item: score}``: ``{item: standard error}``."""
+    items = list(model.items_)
+    x = np.full((1, len(items)), np.nan)
+    for item, value in observed.items():
+        x[0, items.index(item)] = value
+    se = _binomial_noise(spec, model, x)[0]
+    return {item: float(se[j]) for j, item in enumerate(items)
+            if item in observed and np.isfinite(se[j])}
 
 
 def _question_counts(spec: str, items: list[str]) -> dict:

@@ -234,6 +234,19 @@ def _certificate(sigma, result: GreedyResult, objective: str, budget, include=()
     return mi_oracle_gap(sigma, result.indices, include=include, exclude=exclude)
 
 
+def _frontier_choice(choice):
+    """``choice`` replaced by the frontier-corrected Gaussian (its ranking kept as
+    fallbacks), for a model the frontier shift moved."""
+    from ..prediction.completion import MethodChoice
+
+    if choice.method == "gaussian" and choice.split == "frontier":
+        return choice
+    fallbacks = tuple(dict.fromkeys(m for m in (choice.method, *choice.fallbacks)
+                                    if m != "gaussian"))
+    return MethodChoice("gaussian", fallbacks, choice.medape, choice.coverage, choice.cells,
+                        "frontier")
+
+
 def _take_rows(pred: Prediction, rows) -> Prediction:
     """The prediction of the given models only."""
     rows = list(rows)
@@ -799,6 +812,11 @@ class GaussianModel:
         train = self.scores_.values
         reference = self._raw_standardizer.transform(train)
         given = ~np.isnan(x)
+        # A model at the frontier of the sources, where the calibrator measured how far
+        # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
+        # no other method has a frontier correction (issue 28; docs/reproduction.md).
+        shifted = [bool(c.get("frontier_shift")) for c in gaussian.calibration or []] \
+            or [False] * len(models)
         # Groups of rows predicted alike: same pattern, same method.
         groups, parts, choices = [], {}, [None] * len(models)
         patterns, inverse = unique_rows(given)
@@ -812,6 +830,7 @@ class GaussianModel:
                                                memo=self.auto_memo)
             else:  # nothing to choose by: column means (complete_new_rows)
                 picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
+            picked = [_frontier_choice(c) if shifted[r] else c for r, c in zip(rows, picked)]
             for r, choice in zip(rows, picked):
                 choices[r] = choice.to_dict()
             for method in dict.fromkeys(c.method for c in picked):

@@ -754,7 +754,8 @@ class Plan:
             benchsel_version=str(obj.get("benchsel_version")), created=str(obj.get("created")))
 
     # -------------------------------------------------------------- predict
-    def predict(self, observations, *, coverage: float = 0.9, method: str | None = None):
+    def predict(self, observations, *, coverage: float = 0.9, method: str | None = None,
+                observed_std=None):
         """Predict what new model(s) were not run on, for every kind of plan.
 
         Parameters
@@ -769,6 +770,10 @@ class Plan:
             :data:`benchsel.names.DEFAULT_PREDICTOR`, as ``benchsel predict``).
             Question-level and mixed plans predict with the methods they were
             made with.
+        observed_std : ndarray, optional
+            Benchmark-level plans: the observed scores' standard errors over the
+            plan's benchmarks (``GaussianModel.predict``): the Gaussian conditions
+            on them with that noise.
 
         Returns
         -------
@@ -784,20 +789,23 @@ class Plan:
         if self.level == "benchmarks":
             if obs.benchmarks is None:
                 raise ValueError("no benchmark score of any new model was given")
-            return self.predict_benchmarks(obs.benchmarks, level=coverage, method=method)
-        if method is not None:
-            raise ValueError(f"method applies to benchmark-level prediction; a {self.level} "
-                             "plan predicts with the methods it was made with")
+            return self.predict_benchmarks(obs.benchmarks, level=coverage, method=method,
+                                           observed_std=observed_std)
+        if method is not None or observed_std is not None:
+            raise ValueError(f"method and observed_std apply to benchmark-level prediction; "
+                             f"a {self.level} plan predicts with the methods it was made with")
         if self.level == "questions":
             return self.predict_questions(obs.questions, level=coverage)
         return self.predict_mixed(obs.benchmarks, obs.questions, level=coverage)
 
-    def predict_benchmarks(self, observed, *, level: float = 0.9, method: str | None = None):
+    def predict_benchmarks(self, observed, *, level: float = 0.9, method: str | None = None,
+                           observed_std=None):
         """Predict the unrun benchmarks of new model(s) (see ``GaussianModel.predict``)."""
         if self.level != "benchmarks":
             raise ValueError(f"this is a {self.level}-level plan: give per-question results "
                              "(an lm-eval output folder or sample logs)")
-        return self.benchmarks.model().predict(observed, level=level, method=method)
+        return self.benchmarks.model().predict(observed, level=level, method=method,
+                                               observed_std=observed_std)
 
     def predict_questions(self, observed: Mapping[str, Mapping[str, Mapping[int, float]]],
                           *, level: float = 0.9):
