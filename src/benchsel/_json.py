@@ -92,6 +92,16 @@ def nesting_depth(data: bytes) -> int:
     return deepest
 
 
+def _openers_at_most(raw: bytes, limit: int) -> bool:
+    """Whether ``raw`` has at most ``limit`` of ``[`` and ``{`` (so is no deeper).
+
+    Counting is done in C and is ~100x faster than :func:`nesting_depth` on a
+    short text: it decides for nearly every line of an lm-eval sample log,
+    read one line at a time.
+    """
+    return raw.count(b"[") + raw.count(b"{") <= limit
+
+
 def _number(text: str):
     """``parse_int``: an int that fits 64 bits, else a float (inf if out of range)."""
     digits = text.lstrip("-")
@@ -129,6 +139,8 @@ def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
 
 
 def _check_depth(raw: bytes, where: str, max_depth: int) -> None:
+    if _openers_at_most(raw, max_depth):
+        return  # no deeper than it has openers: the scan is not needed
     depth = nesting_depth(raw)
     if depth > max_depth:
         raise JSONInputError(f"{where}: JSON nested {depth} levels deep; at most {max_depth} "

@@ -25,6 +25,20 @@ What lm-eval 0.4.x writes, as this module reads it:
   ``filter`` and ``metrics``. Older logs carry neither: a document then has
   one line per filter, in the order of the task's ``filter_list``.
 
+What is read is checked, and a file that breaks a rule is refused with its
+path, the JSON path or line, the value and what was expected -- never read
+into a fit. Every JSON text goes through :mod:`benchsel._json` (bounded size
+and nesting depth; integers beyond 18 digits read as floats). ``results``,
+``configs``, ``n-samples``, ``groups`` and ``group_subtasks`` must be
+objects of the types lm-eval writes; a score (aggregated or per sample) must
+be a finite number, and a score of a 0/1 metric (:func:`is_unit_metric`:
+``acc``, ``acc_norm``, ``exact_match``, ``prompt_level_strict_acc`` ...)
+must lie in [0, 1]. Booleans are read as 0/1 only in sample logs, only for
+0/1 metrics and only when the whole log writes that metric as booleans (as
+ifeval's ``process_results`` does); a ``true`` among numbers is damage.
+Strings (lm-eval's ``"N/A"``) and ``null`` are no score. A folder or file
+that cannot be read is an error naming it, never skipped.
+
 Partial runs are never read as full-task scores: :meth:`LmEvalRuns.leaderboard`
 and the question-level sources use the latest *full* run of each task (a
 later ``--limit`` smoke test does not hide it) and leave models with only
@@ -45,6 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._json import load_file, loads
 from ._parallel import map_tasks
 from .io import write_json_atomic
 from .matrix import DataWarning, ScoreMatrix, _short_list
@@ -55,6 +70,7 @@ __all__ = [
     "read_lm_eval",
     "read_sample_scores",
     "is_lm_eval_path",
+    "is_unit_metric",
     "parse_per_task",
     "write_samples",
 ]
@@ -71,6 +87,9 @@ _NOT_METRICS = frozenset({
 #: Keys of a sample line kept besides its metrics.
 _KEPT = frozenset({"doc_id", "filter", "metrics"})
 _MODEL_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")  # lm-eval's own order
+# 0/1 metrics: lm-eval's per-sample acc, acc_norm, acc_mutual_info, exact_match and
+# ifeval's *_acc are 0 or 1 per document, so their values and means lie in [0, 1].
+_UNIT_METRIC = re.compile(r"(?:^|_)(?:acc|exact_match)(?:_|$)")
 
 
 @dataclass
@@ -251,6 +270,8 @@ class LmEvalRuns:
             if f"{m},{f}" in run.scores:
                 return f"{m},{f}"
         if isinstance(metric, Mapping) and run.task in metric:
+            if not _metric_keys(run.scores):
+                raise ValueError(_no_scores_message(run, m))
             raise ValueError(
                 f"{run.results_file}: task {run.task!r} has no score {m!r} for filter "
                 f"{candidates[0]!r}; it has {_short_list(_metric_keys(run.scores))} "
@@ -311,6 +332,41 @@ def _metric_keys(scores: Mapping) -> list[str]:
     return [k for k in scores if "_stderr," not in k]
 
 
+def _no_scores_message(run: TaskRun, metric: str) -> str:
+    """Why ``run`` has no full-task score, and what its files do hold."""
+    if run.samples_file is not None and run.results_file == run.samples_file:
+        held = _log_metrics(run.samples_file)
+        return (f"{run.samples_file}: task {run.task!r} has no full-task score {metric!r}: "
+                "only its sample log was found, with no results_<date>.json of the same "
+                "date beside it; the log's lines hold per-question metric(s) "
+                f"{_short_list(held) if held else '(none)'}. A benchmark-level plan reads "
+                "the full-task scores of lm-eval's results file")
+    return (f"{run.results_file}: task {run.task!r} has no score {metric!r}; its entry in "
+            "'results' holds no scores at all")
+
+
+def _log_metrics(path: Path) -> list[str]:
+    """The metric names of the first line of a sample log (for messages)."""
+    for _, obj in _read_jsonl(path, stop_after=1):
+        names = obj.get("metrics")
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return names
+        return sorted(k for k in obj if k not in _NOT_METRICS)
+    return []
+
+
+def is_unit_metric(name: str) -> bool:
+    """Whether the lm-eval metric ``name`` is a 0/1 score per document.
+
+    ``acc``, ``acc_norm``, ``acc_mutual_info``, ``exact_match`` and names
+    with ``acc`` or ``exact_match`` as an ``_``-separated part (ifeval's
+    ``prompt_level_strict_acc``): their per-sample values and their means
+    lie in [0, 1]. Other metrics (``f1``, ``bleu``, ``perplexity``,
+    ``bits_per_byte`` ...) need only be finite.
+    """
+    return bool(_UNIT_METRIC.search(name))
+
+
 # ------------------------------------------------------------------ reading
 def is_lm_eval_path(path: str | os.PathLike) -> bool:
     """True for a folder, an lm-eval results JSON or a sample log."""
@@ -320,12 +376,47 @@ def is_lm_eval_path(path: str | os.PathLike) -> bool:
     return p.is_file() and bool(_SAMPLES.match(p.name) or _RESULTS.match(p.name))
 
 
-def _load_json(path: Path) -> dict | None:
+def _load_json(path: Path):
+    """The parsed JSON of ``path``, bounded in size and depth (:func:`benchsel._json.load_file`)."""
+    return load_file(path)
+
+
+def _show(value) -> str:
+    """``value`` as the file writes it (JSON), cut to a readable length."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    return data if isinstance(data, dict) else None
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(value) -> str:
+    """The JSON type of ``value``, for messages."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "null")
+
+
+def _object(value, where: str, holds: str) -> dict:
+    """``value`` if it is a JSON object, ``{}`` if absent or null; else a named error."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} is {_show(value)} ({_kind(value)}); expected an object "
+                         f"of {holds}")
+    return value
+
+
+def _list(value, where: str, holds: str) -> list:
+    """``value`` if it is a JSON list, ``[]`` if absent or null; else a named error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{where} is {_show(value)} ({_kind(value)}); expected a list of "
+                         f"{holds}")
+    return value
 
 
 def _model_name(data: dict, path: Path) -> str:
@@ -333,7 +424,7 @@ def _model_name(data: dict, path: Path) -> str:
     name = data.get("model_name")
     if isinstance(name, str) and name:
         return name
-    config = data.get("config") or {}
+    config = _object(data.get("config"), f"{path}: config", "run settings")
     args = config.get("model_args")
     if isinstance(args, dict):
         for key in _MODEL_KEYS:
@@ -346,15 +437,23 @@ def _model_name(data: dict, path: Path) -> str:
     return path.parent.name
 
 
-def _filters(config: dict) -> list[str]:
-    names = [f.get("name") for f in (config.get("filter_list") or []) if isinstance(f, dict)]
-    return [str(n) for n in names if n] or ["none"]
+def _entries(config: dict, key: str, field_: str, where: str) -> list[str]:
+    """The ``field_`` of each object in ``config[key]`` (a list), names only."""
+    out = []
+    for i, entry in enumerate(_list(config.get(key), f"{where}.{key}", "objects")):
+        entry = _object(entry, f"{where}.{key}[{i}]", f"'{field_}' and settings")
+        name = entry.get(field_)
+        if isinstance(name, str) and name:
+            out.append(name)
+    return out
 
 
-def _primary(config: dict, filters: list[str], scores: dict) -> str | None:
-    metrics = [m.get("metric") for m in (config.get("metric_list") or []) if isinstance(m, dict)]
-    metrics = [m for m in metrics if isinstance(m, str)]
-    for m in metrics[:1]:
+def _filters(config: dict, where: str) -> list[str]:
+    return _entries(config, "filter_list", "name", where) or ["none"]
+
+
+def _primary(config: dict, filters: list[str], scores: dict, where: str) -> str | None:
+    for m in _entries(config, "metric_list", "metric", where)[:1]:
         for f in filters:
             if f"{m},{f}" in scores:
                 return f"{m},{f}"
@@ -362,39 +461,113 @@ def _primary(config: dict, filters: list[str], scores: dict) -> str | None:
     return keys[0] if keys else None
 
 
-def _as_number(value) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return float(value)
-    return None  # lm-eval writes "N/A" for metrics a task does not have
+def _score(value, where: str, metric: str) -> float:
+    """A checked score: a finite number, in [0, 1] for a 0/1 metric."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} is {_show(value)} ({_kind(value)}); expected a number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{where} is {_show(number)}; expected a finite number")
+    if is_unit_metric(metric) and not 0.0 <= number <= 1.0:
+        raise ValueError(f"{where} is {_show(value)}; expected a score in [0, 1] "
+                         f"({metric!r} is a 0/1 metric)")
+    return number
+
+
+def _scores(entry: dict, where: str) -> dict[str, float]:
+    """The ``"<metric>,<filter>"`` scores of one task's entry in ``results``.
+
+    Strings (lm-eval writes ``"N/A"`` for what it could not compute) and
+    nulls are no score; a standard error that is not a finite number is left
+    out (lm-eval writes NaN there for one-document runs), never an error.
+    """
+    out = {}
+    for key, value in entry.items():
+        if "," not in key or value is None or isinstance(value, str | list | dict):
+            continue
+        if "_stderr," in key:
+            if not isinstance(value, bool) and isinstance(value, int | float) \
+                    and math.isfinite(value):
+                out[key] = float(value)
+            continue
+        out[key] = _score(value, f"{where}.{key}", key.partition(",")[0])
+    return out
+
+
+def _count(value, where: str) -> int | None:
+    """``n-samples`` document counts: a whole number >= 0, or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where} is {_show(value)}; expected a whole number of documents")
+    return value
+
+
+def _groups(data: dict, path: Path) -> dict[str, list[str]]:
+    """Group -> member tasks from ``group_subtasks`` (and ``groups``' names)."""
+    where = f"{path}: group_subtasks"
+    groups = {}
+    for group, members in _object(data.get("group_subtasks"), where, "member lists").items():
+        members = _list(members, f"{where}.{group}", "task names")
+        if not all(isinstance(m, str) for m in members):
+            raise ValueError(f"{where}.{group} is {_show(members)}; expected a list of task "
+                             "names")
+        if members:
+            groups[group] = list(members)
+    for group in _object(data.get("groups"), f"{path}: groups", "group scores"):
+        groups.setdefault(group, [])
+    return groups
 
 
 def _read_results_file(path: Path, date: str) -> tuple[list[TaskRun], dict]:
     data = _load_json(path)
-    if data is None or not isinstance(data.get("results"), dict):
-        raise ValueError(f"{path}: not an lm-eval results file (no 'results' object)")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        held = f"its keys are {_short_list(list(data))}" if isinstance(data, dict) else \
+            f"it holds {_kind(data)}"
+        raise ValueError(f"{path}: not an lm-eval results file (no 'results' object; {held})")
     model = _model_name(data, path)
-    groups = {g: list(m) for g, m in (data.get("group_subtasks") or {}).items() if m}
-    groups.update({g: groups.get(g, []) for g in (data.get("groups") or {})})
-    configs = data.get("configs") or {}
-    counts = data.get("n-samples") or {}
+    groups = _groups(data, path)
+    configs = _object(data.get("configs"), f"{path}: configs", "task configs")
+    counts = _object(data.get("n-samples"), f"{path}: n-samples", "document counts")
     runs = []
     for task, entry in data["results"].items():
-        if task in groups or not isinstance(entry, dict):
+        entry = _object(entry, f"{path}: results.{task}", "'<metric>,<filter>' scores")
+        if task in groups:
             continue
-        scores = {k: v for k, v in ((k, _as_number(v)) for k, v in entry.items()
-                                    if "," in k) if v is not None}
-        config = configs.get(task) or {}
-        filters = _filters(config)
-        count = counts.get(task) or {}
+        scores = _scores(entry, f"{path}: results.{task}")
+        where = f"{path}: configs.{task}"
+        config = _object(configs.get(task), where, "the task's settings")
+        filters = _filters(config, where)
+        count = _object(counts.get(task), f"{path}: n-samples.{task}",
+                        "'original' and 'effective' counts")
         runs.append(TaskRun(
             model=model, task=task, date=date, scores=scores,
-            primary=_primary(config, filters, scores), filters=filters,
-            n_original=count.get("original"), n_effective=count.get("effective"),
+            primary=_primary(config, filters, scores, where), filters=filters,
+            n_original=_count(count.get("original"), f"{path}: n-samples.{task}.original"),
+            n_effective=_count(count.get("effective"), f"{path}: n-samples.{task}.effective"),
             results_file=path,
         ))
     return runs, groups
+
+
+def _cannot_read(path, err: OSError) -> ValueError:
+    """The one error of a folder or file that cannot be read."""
+    return ValueError(f"{path}: cannot be read ({err.strerror or err})")
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """Every file below ``folder``, sorted; a sub-folder that cannot be listed is an error.
+
+    ``Path.rglob`` skips a folder it may not list without a word, which
+    would drop a model's runs from a leaderboard unnoticed.
+    """
+    def refuse(err: OSError):
+        raise _cannot_read(err.filename or folder, err)
+
+    found = []
+    for root, _, files in os.walk(folder, onerror=refuse):
+        found.extend(Path(root) / name for name in files)
+    return sorted(found)
 
 
 def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
@@ -420,7 +593,7 @@ def read_lm_eval(paths: str | os.PathLike | Iterable) -> LmEvalRuns:
     for p in paths:
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such file or folder of lm-eval output")
-        found = sorted(p.rglob("*")) if p.is_dir() else [p]
+        found = _files_under(p) if p.is_dir() else [p]
         if (m := _SAMPLES.match(p.name)) and p.is_file():
             # A sample log given alone: its run's results file sits beside it.
             found += sorted(p.parent.glob(f"*_{m.group('date')}.json"))
@@ -479,12 +652,14 @@ def _slim(obj: dict) -> dict:
                               and not (isinstance(v, str) and len(v) > 32))}
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def _read_jsonl(path: Path, stop_after: int | None = None) -> list[tuple[int, dict]]:
     """``(line number, slimmed object)`` of every non-blank line, streamed.
 
-    Lines are parsed one at a time and only their ids and metrics kept
+    Lines are parsed one at a time (each bounded in nesting depth by
+    :func:`benchsel._json.loads`) and only their ids and metrics kept
     (:func:`_slim`), so memory follows the number of documents, not the size
-    of the prompts and responses a log holds.
+    of the prompts and responses a log holds. ``stop_after`` stops after
+    that many objects (the first line is enough for a message).
     """
     rows = []
     line_no = 0
@@ -493,16 +668,19 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
             for line_no, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}: line {line_no}: not valid JSON "
-                                     f"({err.msg})") from None
+                obj = loads(line, f"{path}, line {line_no}")
                 if not isinstance(obj, dict):
-                    raise ValueError(f"{path}: line {line_no}: expected a JSON object per line")
+                    raise ValueError(f"{path}: line {line_no}: expected a JSON object per line; "
+                                     f"it holds {_kind(obj)}")
                 rows.append((line_no, _slim(obj)))
+                if stop_after is not None and len(rows) >= stop_after:
+                    break
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: after line {line_no}: not UTF-8 text ({err.reason})") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, not a sample log") from None
+    except OSError as err:
+        raise _cannot_read(path, err) from None
     return rows
 
 
@@ -518,7 +696,11 @@ def _doc_id(obj: dict, path: Path, line: int) -> int:
 def _line_filters(rows: list[tuple[int, dict]], run: TaskRun) -> list[str]:
     """The filter of every line: its ``filter`` key, else its position among the doc's lines."""
     if all("filter" in obj for _, obj in rows):
-        return [str(obj["filter"]) for _, obj in rows]
+        for line, obj in rows:
+            if not isinstance(obj["filter"], str):
+                raise ValueError(f"{run.samples_file}: line {line}: 'filter' is "
+                                 f"{_show(obj['filter'])}; expected a filter name")
+        return [obj["filter"] for _, obj in rows]
     seen: dict[int, int] = {}
     names = run.filters or ["none"]
     out = []
@@ -569,19 +751,12 @@ def read_sample_scores(
             f"{path}: no lines for filter {chosen!r} (--lm-eval-filter); filters are {available}"
         )
     scores: dict[int, float] = {}
+    first = None  # (line, value) of the metric's first value: a log writes one kind
     for (line, obj), f in zip(rows, filters):
         if f != chosen:
             continue
         doc = _doc_id(obj, path, line)
-        name = metric or default_metric or None
-        if name is None:
-            names = obj.get("metrics") or [k for k in obj if k not in _NOT_METRICS]
-            if len(names) != 1:
-                raise ValueError(
-                    f"{path}: line {line}: cannot tell the metric among {sorted(names)}; "
-                    "choose one with --lm-eval-metric"
-                )
-            name = names[0]
+        name = metric or default_metric or _only_metric(obj, path, line)
         if name not in obj:
             have = sorted(k for k in obj if k not in _NOT_METRICS)
             raise ValueError(
@@ -591,12 +766,47 @@ def read_sample_scores(
         if doc in scores:
             raise ValueError(f"{path}: line {line}: doc_id {doc} appears twice for filter "
                              f"{chosen!r}")
-        value = _as_number(obj[name])
-        if value is None:
-            raise ValueError(f"{path}: line {line}: metric {name!r} is {obj[name]!r}; "
-                             "expected a finite number")
-        scores[doc] = value
+        value = obj[name]
+        first = first or (line, value)
+        if isinstance(value, bool) != isinstance(first[1], bool):
+            raise ValueError(
+                f"{path}: line {line}: metric {name!r} is {_show(value)} ({_kind(value)}) but "
+                f"line {first[0]} has {_show(first[1])} ({_kind(first[1])}); a log writes one "
+                "kind of value per metric"
+            )
+        scores[doc] = _sample_score(value, f"{path}: line {line}: metric {name!r}", name)
     return scores
+
+
+def _only_metric(obj: dict, path: Path, line: int) -> str:
+    """The one metric a line holds (its ``metrics`` list, else its metric keys)."""
+    names = obj.get("metrics")
+    if names is None:
+        names = [k for k in obj if k not in _NOT_METRICS]
+    elif not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{path}: line {line}: 'metrics' is {_show(names)}; expected a list "
+                         "of metric names")
+    if len(names) != 1:
+        raise ValueError(
+            f"{path}: line {line}: cannot tell the metric among {sorted(names)}; "
+            "choose one with --lm-eval-metric"
+        )
+    return names[0]
+
+
+def _sample_score(value, where: str, metric: str) -> float:
+    """One document's score: a finite number, in [0, 1] for a 0/1 metric.
+
+    A boolean is that 0/1 score for a 0/1 metric (ifeval's
+    ``prompt_level_strict_acc`` is one); the caller checks that the whole
+    log writes the metric so.
+    """
+    if isinstance(value, bool):
+        if not is_unit_metric(metric):
+            raise ValueError(f"{where} is {_show(value)} (a boolean); expected a number "
+                             f"(booleans are read as 0/1 only for 0/1 metrics like acc)")
+        return float(value)
+    return _score(value, where, metric)
 
 
 # ------------------------------------------------------------------ options

@@ -14,12 +14,12 @@ named by bare tasks.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._json import load_file
 from .io import parse_observed
 from .lmeval import is_lm_eval_path, read_lm_eval, read_sample_scores
 from .matrix import DataWarning, ScoreMatrix
@@ -106,8 +106,10 @@ def is_lm_eval_output(spec) -> bool:
         return True
     if path.is_file() and path.suffix.lower() == ".json":
         try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            obj = load_file(path)
+        except ValueError:
+            # Not JSON benchsel reads (too deep, too large, damaged): the score-file
+            # reader that comes next refuses it by name.
             return False
         return isinstance(obj, dict) and isinstance(obj.get("results"), dict)
     return False
