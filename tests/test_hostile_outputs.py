@@ -22,22 +22,13 @@ import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
+from test_properties import _cli as cli
 
 from benchsel import ScoreMatrix
-from benchsel.cli import main
 from benchsel.matrix import DataWarning
 
 #: Cells that broke earlier versions (as in tests/test_properties.py).
 EXTREMES = [0.0, 1.0, 1e308, -1e308, 1e-320, 5e-324, 1e-300, 1e300, 1e100, -1e100, 1e99]
-
-
-def cli(capsys, *args) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exit_:  # usage errors (argparse) exit with 2
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def numpy_noise(text: str) -> list[str]:

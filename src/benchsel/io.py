@@ -646,6 +646,19 @@ def _read_only(path: Path) -> bool:
     return not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
 
 
+def _refuse_inputs(target: Path, shown: str, protect: Iterable | None, same: str) -> None:
+    """An error (``"{shown}: {same}"``) where ``target`` is one of the ``protect`` files,
+    or lies inside one of its folders."""
+    for other in protect or ():
+        if other is None or not Path(other).exists():
+            continue
+        other = Path(other)
+        if target.exists() and target.samefile(other):
+            raise ValueError(f"{shown}: {same}")
+        if other.is_dir() and _resolve_link(target).is_relative_to(other.resolve()):
+            raise ValueError(f"{shown}: refusing to write inside the input folder {other}")
+
+
 def check_output_path(path: str | os.PathLike, *, protect: Iterable | None = None,
                       flag: str | None = None) -> Path:
     """Refuse an output file that cannot or must not be written; return the path to write.
@@ -687,14 +700,7 @@ def check_output_path(path: str | os.PathLike, *, protect: Iterable | None = Non
     if not directory.is_dir():
         raise FileNotFoundError(f"{shown}: cannot write it, the folder {directory} does not "
                                 "exist; create it first or choose another path")
-    for other in protect or ():
-        if other is None or not Path(other).exists():
-            continue
-        other = Path(other)
-        if target.exists() and target.samefile(other):
-            raise ValueError(f"{shown}: refusing to overwrite an input file")
-        if other.is_dir() and _resolve_link(target).is_relative_to(other.resolve()):
-            raise ValueError(f"{shown}: refusing to write inside the input folder {other}")
+    _refuse_inputs(target, shown, protect, "refusing to overwrite an input file")
     if target.is_dir():
         raise ValueError(f"{shown}: is a folder; give the name of a file to write")
     if target.is_file() and _read_only(target):
@@ -720,14 +726,7 @@ def check_output_folder(path: str | os.PathLike, *, protect: Iterable | None = N
                          "folder to write the files into")
     named = Path(path)
     target = _resolve_link(named) if named.is_symlink() else named
-    for other in protect or ():
-        if other is None or not Path(other).exists():
-            continue
-        other = Path(other)
-        if target.exists() and target.samefile(other):
-            raise ValueError(f"{named}: is an input; refusing to write files into it")
-        if other.is_dir() and _resolve_link(target).is_relative_to(other.resolve()):
-            raise ValueError(f"{named}: refusing to write inside the input folder {other}")
+    _refuse_inputs(target, str(named), protect, "is an input; refusing to write files into it")
     existing = target
     while not existing.exists() and not existing.is_symlink():
         if existing.parent == existing:
