@@ -455,7 +455,7 @@ def test_a_warning_repeated_by_every_fit_prints_once(capsys, monkeypatch):
     # splits, each in a catch_warnings block) now leaves EM for pairwise.
     monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1e3)
     assert main(["evaluate", "merged", "--protocol", "extrapolation", "--k-max", "2",
-                 "--objectives", "mi", "--predictor", "gaussian", "--quiet"]) == 0
+                 "--objectives", "mi", "--predictor", "gaussian"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines()
              if "using the pairwise covariance instead" in line]
     # One line per distinct message (the fits differ only in how many

@@ -166,8 +166,7 @@ def test_auto_reports_its_long_steps_and_a_terminal_sees_the_time_left():
     import io
     import time
 
-    from benchsel.prediction.completion import reporting_to
-    from benchsel.progress import Stages
+    from benchsel.progress import Stages, reporting_to
 
     board = benchsel.load_dataset("helm_lite")
     model = benchsel.GaussianModel().fit(board)

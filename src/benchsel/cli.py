@@ -28,7 +28,7 @@ from .names import (
     SPLITS,
     TRANSFORMS,
 )
-from .progress import Stages, quiet
+from .progress import Stages, quiet, reporting_to
 
 __all__ = ["main", "build_parser"]
 
@@ -566,8 +566,6 @@ def main(argv: list[str] | None = None) -> int:
             from . import commands
 
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
-            from .prediction.completion import reporting_to
-
             commands.check_outputs(args)  # a target that cannot be written: before any work
             if not args.quiet:
                 stages = Stages()  # auto's long steps: a line each, with the time left

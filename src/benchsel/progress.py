@@ -11,7 +11,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["Progress", "Stages", "quiet"]
+__all__ = ["Progress", "Stages", "quiet", "report", "reporting_to"]
 
 #: Set by the command line's ``--quiet`` (:func:`quiet`): every progress line is off.
 _QUIET = False
@@ -26,6 +26,30 @@ def quiet():
         yield
     finally:
         _QUIET = before
+
+
+#: Where long library steps report ``(stage, done, total)``; set with :func:`reporting_to`.
+_REPORT = None
+
+
+@contextmanager
+def reporting_to(reporter):
+    """Inside this context, long library steps (``auto``'s cross-validations and
+    calibrations) call ``reporter(stage, done, total)``; the command line passes a
+    :class:`Stages`. Outside it, nothing is reported."""
+    global _REPORT
+    before, _REPORT = _REPORT, reporter
+    try:
+        yield
+    finally:
+        _REPORT = before
+
+
+def report(stage: str, done: int, total: int) -> None:
+    """Tell the current reporter (if any) that ``done`` of ``total`` steps of ``stage``
+    are done."""
+    if _REPORT is not None:
+        _REPORT(stage, done, total)
 
 
 #: Seconds between two lines when stderr is not a terminal.

@@ -791,9 +791,12 @@ class Plan:
                 raise ValueError("no benchmark score of any new model was given")
             return self.predict_benchmarks(obs.benchmarks, level=coverage, method=method,
                                            observed_std=observed_std)
-        if method is not None or observed_std is not None:
-            raise ValueError(f"method and observed_std apply to benchmark-level prediction; "
-                             f"a {self.level} plan predicts with the methods it was made with")
+        if method is not None:
+            raise ValueError(f"method applies to benchmark-level prediction; a {self.level} "
+                             "plan predicts with the methods it was made with")
+        if observed_std is not None:
+            raise ValueError(f"observed_std applies to benchmark scores; a {self.level} plan "
+                             "knows the questions each task score comes from")
         if self.level == "questions":
             return self.predict_questions(obs.questions, level=coverage)
         return self.predict_mixed(obs.benchmarks, obs.questions, level=coverage)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +44,7 @@ from ..calibration import MIN_MODELS, Calibration, fit_calibration, range_excess
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer, column_moments, model_strength
+from ..progress import report as _report
 from ..splits import completion_masks
 from . import gp
 
@@ -556,28 +556,6 @@ def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
         mask[part] = observed[part] & ~given
         masks.append(mask)
     return masks
-
-
-#: Where long steps report ``(stage, done, total)``; set with :func:`reporting_to`.
-_REPORT: Callable[[str, int, int], None] | None = None
-
-
-@contextmanager
-def reporting_to(report: Callable[[str, int, int], None] | None):
-    """Inside this context, ``auto``'s cross-validations and calibrations report their
-    progress to ``report(stage, done, total)`` (the command line shows it with the time
-    left); outside it, nothing is reported."""
-    global _REPORT
-    before, _REPORT = _REPORT, report
-    try:
-        yield
-    finally:
-        _REPORT = before
-
-
-def _report(stage: str, done: int, total: int) -> None:
-    if _REPORT is not None:
-        _REPORT(stage, done, total)
 
 
 def choose_completer(
