@@ -183,3 +183,40 @@ def test_predict_conditions_on_noisy_scores_with_their_noise(capsys, tmp_path):
               "--method", "svd"])
     assert exit_.value.code == 2
     assert "only the Gaussian predictor models" in capsys.readouterr().err
+
+
+def test_compare_reads_lm_evals_standard_errors(lm_eval_runs, capsys):
+    """Two models of a folder of real lm-eval runs, both run on every task: each
+    difference gets sqrt(se_A^2 + se_B^2) from the *_stderr lm-eval wrote beside it."""
+    from benchsel.lmeval import read_lm_eval
+
+    runs = read_lm_eval(lm_eval_runs.runs)
+    a, b = sorted(lm_eval_runs.skills)[:2]
+    assert main(["compare", str(lm_eval_runs.runs), "--models", f"{a},{b}", "--json",
+                 "-q"]) == 0
+    diffs = json.loads(capsys.readouterr().out)["differences"]
+    scores = runs.leaderboard()
+    stderr = runs.leaderboard(stderr=True)
+    assert stderr.items == scores.items and np.isfinite(stderr.values).any()
+    for d in diffs:
+        j = scores.items.index(d["benchmark"])
+        se = stderr.values[[scores.models.index(a), scores.models.index(b)], j]
+        assert d["observed"]
+        if np.isfinite(se).all():
+            assert d["measurement_noise_known"]
+            assert d["std"] == pytest.approx(float(np.hypot(*se)))
+        else:
+            assert d["std"] is None
+    assert any(d["measurement_noise_known"] for d in diffs)
+
+
+def test_compare_with_a_plan_reads_lm_evals_standard_errors(lm_eval_runs, capsys, tmp_path):
+    plan = tmp_path / "plan.json"
+    assert main(["plan", str(lm_eval_runs.runs), "-k", "1", "-o", str(plan), "-q"]) == 0
+    a, b = sorted(lm_eval_runs.skills)[-2:]
+    capsys.readouterr()
+    assert main(["compare", "--plan", str(plan), "--observed", str(lm_eval_runs.runs),
+                 "--models", f"{a},{b}", "--json", "-q"]) == 0
+    diffs = json.loads(capsys.readouterr().out)["differences"]
+    both = [d for d in diffs if d["observed"]]
+    assert both and all(d["measurement_noise_known"] and d["std"] > 0 for d in both)

@@ -32,7 +32,7 @@ from .io import (
 from .lmeval import parse_per_task, write_samples
 from .matrix import DataWarning, ScoreMatrix, did_you_mean
 from .names import COMPLETION_METHODS, DEFAULT_CORESET_METHOD, DEFAULT_PREDICTOR, INPUT_FORMATS
-from .observations import as_items, observe, observe_benchmarks, short_names
+from .observations import as_items, observe, observe_benchmarks, observe_stderr, short_names
 from .plan import load_plan, plan_benchmarks, plan_mixed, plan_questions
 from .progress import Progress
 from .selection.greedy import describe_certificate
@@ -794,8 +794,7 @@ def cmd_compare(args) -> int:
     if args.paired or args.lm_eval_task:
         return _compare_paired(args)
     if args.plan is not None:
-        model, observed, names = _compare_from_plan(args)
-        stderr = [{}, {}]
+        model, observed, names, stderr = _compare_from_plan(args)
     else:
         if args.data is None or args.models is None:
             raise UsageError("compare takes DATA and --models A,B (two of its models), or "
@@ -944,6 +943,9 @@ def _compare_rows(args):
     """(model fitted on the other rows, the two rows' scores, their names, their standard
     errors from DATA's ``_stderr`` columns) of DATA."""
     scores, stderr = _split_stderr(_load(args))
+    if is_lm_eval_data(args.data):  # lm-eval writes each score's standard error beside it
+        found = observe_stderr(args.data, scores.items)
+        stderr = dict(zip(found.models, _stderr_rows(found, list(found.models))))
     scores, names = _two_models(args, scores.cleaned())
     rows = [scores.models.index(n) for n in names]
     model = _fit(args, scores.subset(models=np.setdiff1d(np.arange(scores.n_models), rows)))
@@ -981,7 +983,17 @@ def _compare_from_plan(args):
     for name in names:
         row = runs.values[runs.models.index(name)]
         observed.append({item: float(v) for item, v in zip(runs.items, row) if not np.isnan(v)})
-    return model, observed, names
+    return model, observed, names, _stderr_rows(observe_stderr(args.observed, model.items_),
+                                                names)
+
+
+def _stderr_rows(stderr: ScoreMatrix | None, names: list[str]) -> list[dict]:
+    """``{item: standard error}`` of each named model, where one is known."""
+    if stderr is None:
+        return [{} for _ in names]
+    return [{item: float(v) for item, v in zip(stderr.items, stderr.values[
+        stderr.models.index(name)]) if np.isfinite(v)} if name in stderr.models else {}
+        for name in names]
 
 
 def cmd_report(args) -> int:

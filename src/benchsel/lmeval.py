@@ -203,6 +203,7 @@ class LmEvalRuns:
         filter: str | Mapping[str, str] | None = None,  # noqa: A002 - lm-eval's own word
         models: Iterable[str] | None = None,
         partial: str = "skip",
+        stderr: bool = False,
     ) -> ScoreMatrix:
         """Models x leaf tasks of full-task scores, columns ``"<task>/<metric>,<filter>"``.
 
@@ -216,6 +217,9 @@ class LmEvalRuns:
         partial : {"skip", "error"}
             What to do with a run of fewer documents than the task has: leave
             the cell missing with a warning, or raise.
+        stderr : bool, default False
+            The same cells' standard errors instead (lm-eval's
+            ``"<metric>_stderr,<filter>"``; NaN where a run has none).
         """
         wanted = list(models) if models is not None else self.models
         cells: dict[tuple[str, str], float] = {}
@@ -236,7 +240,9 @@ class LmEvalRuns:
                     )
                 skipped.append(f"{model}: {task} ({run.n_effective}/{run.n_original})")
                 continue
-            cells[(model, f"{task}/{key}")] = run.scores[key]
+            cells[(model, f"{task}/{key}")] = (
+                run.scores.get(key.replace(",", "_stderr,", 1), np.nan) if stderr
+                else run.scores[key])
         if skipped:
             warnings.warn(
                 f"{self.source}: {len(skipped)} partial run(s) left out of the leaderboard "

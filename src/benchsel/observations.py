@@ -157,7 +157,22 @@ def _one_model(scores: Mapping) -> ScoreMatrix:
                        source="observed scores")
 
 
-def _lm_eval_benchmarks(specs: list[str], items: Sequence[str]) -> ScoreMatrix:
+def observe_stderr(source, items: Sequence[str]) -> ScoreMatrix | None:
+    """Standard errors of the scores :func:`observe_benchmarks` reads from ``source``:
+    lm-eval's ``*_stderr`` beside each score (NaN where it wrote none); None for
+    sources that carry none (files of scores, mappings)."""
+    import warnings
+
+    specs = _lm_eval_specs(source)
+    if specs is None:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # said when the scores were read
+        return _lm_eval_benchmarks(specs, items, stderr=True)
+
+
+def _lm_eval_benchmarks(specs: list[str], items: Sequence[str], *,
+                        stderr: bool = False) -> ScoreMatrix:
     import warnings
 
     metric, filt = {}, {}
@@ -165,7 +180,7 @@ def _lm_eval_benchmarks(specs: list[str], items: Sequence[str]) -> ScoreMatrix:
         task, _, key = item.partition("/")
         if "," in key:
             metric[task], filt[task] = key.split(",", 1)
-    board = read_lm_eval(specs).leaderboard(metric=metric, filter=filt)
+    board = read_lm_eval(specs).leaderboard(metric=metric, filter=filt, stderr=stderr)
     renamed = as_items(list(board.items), items)
     known = set(items)
     extra = [c for c in renamed if c not in known]
