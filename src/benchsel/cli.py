@@ -479,8 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", metavar="N or NAME=N,...",
                    help="questions behind each benchmark score (one count for all, or per "
                    "benchmark): an accuracy p measured on N questions has the standard error "
-                   "sqrt(p(1-p)/N). Standard errors are also read from DATA's "
-                   "'<benchmark>_stderr' columns; without either, a difference both models "
+                   "sqrt(p(1-p)/N). Standard errors are also read from lm-eval's "
+                   "*_stderr and DATA's '<benchmark>_stderr' columns; without any, a "
+                   "difference both models "
                    "were run on gets no error bar")
     _add_coverage(p)
     _add_output(p)

@@ -818,8 +818,8 @@ def cmd_compare(args) -> int:
     unknown = [item for j, item in enumerate(result.items) if not result.noise_known[j]]
     if unknown:
         head += (f"\nboth run on {short_names(unknown, 5)}: no measurement noise known, so no "
-                 "error bar or P(B > A) there (-); give --questions N or "
-                 "'<benchmark>_stderr' columns")
+                 "error bar or P(B > A) there (-); give --questions N, "
+                 "'<benchmark>_stderr' columns or lm-eval runs (their *_stderr)")
     _emit(args, payload, head + "\n" + _table(
         ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
     return 0
