@@ -257,7 +257,7 @@ GAUSSIAN_OPTIONS = Record(optional={
     "shrinkage": either(text(choices=("auto",)), number(0.0, 1.0),
                         what="'auto' or a number in [0, 1]"),
     "floor": number(0.0, 1e6, open_low=True),
-    "max_iter": whole(1, 100_000),
+    "max_iter": whole(1, 10_000),  # the default is 300; more is a plan made to hang
     "tol": number(0.0, 1.0, open_low=True),
     "ridge": number(0.0, 1e12),
     "transform": text(choices=TRANSFORMS),
