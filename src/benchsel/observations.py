@@ -238,11 +238,21 @@ def observe_questions(plan, source) -> dict:
     if isinstance(source, Mapping):
         return _question_mapping(plan, source)
     specs = _lm_eval_specs(source)
+    mapping_file = _json_file(source) if specs is None else None
+    if mapping_file is not None:  # {task: {doc_id: score}} (or by model) written as JSON
+        obj = load_file(mapping_file)
+        if not isinstance(obj, Mapping):
+            raise ValueError(f"{mapping_file}: expected a JSON object {{task: {{doc_id: "
+                             "score}}}} (or {model: {task: ...}})")
+        try:
+            return _question_mapping(plan, obj)
+        except ValueError as err:
+            raise ValueError(f"{mapping_file}: {err}") from None
     if specs is None:
         raise ValueError(
             f"observed {source}: a question-level plan needs lm-eval output of the new "
             "model (its --output_path folder, results_<date>.json or samples_*.jsonl) or a "
-            "mapping {task: {doc_id: score}}")
+            "mapping {task: {doc_id: score}} (in Python, or as a JSON file)")
     runs = read_lm_eval(specs)
     out: dict = {}
     for (model, task), run in runs.runs.items():
@@ -258,6 +268,16 @@ def observe_questions(plan, source) -> dict:
         raise ValueError(f"{runs.source}: no run of the plan's tasks "
                          f"({', '.join(plan.tasks)}); tasks found: {', '.join(runs.tasks)}")
     return out
+
+
+def _json_file(source) -> Path | None:
+    """``source`` if it names one ``.json`` file (given alone or in a list of one)."""
+    if isinstance(source, Sequence) and not isinstance(source, str) and len(source) == 1:
+        source = source[0]
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_file() and \
+            Path(source).suffix.lower() == ".json":
+        return Path(source)
+    return None
 
 
 def _question_mapping(plan, source: Mapping) -> dict:
