@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "more new models, or lm-eval output (an --output_path folder, "
                    "results_<date>.json, samples_<task>_<date>.jsonl; repeat --observed for "
                    "several); a question-level plan needs the sample logs of the planned "
-                   "questions")
+                   "questions, or a JSON file {task: {doc_id: score}}")
     _add_coverage(p)
     p.add_argument("--rescale", action="store_true",
                    help="a score given as a percent for a column of fractions (62 for 0.62), "
