@@ -196,3 +196,16 @@ def test_auto_reports_its_long_steps_and_a_terminal_sees_the_time_left():
     for done in range(4):
         brief("quick step", done, 3)
     assert quiet.getvalue() == ""  # a step shorter than the delay shows nothing
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["discover", "helm_lite", "--bootstrap", "1000000000"],
+     "--bootstrap: must be from 0 to 100,000 (each one refits the model)"),
+    (["select", "helm_lite", "-k", "2", "--seed", "-1"], "--seed: must be from 0 to"),
+    (["evaluate", "helm_lite", "--jobs", "0"], "--jobs: must be -1 (every core)"),
+    (["coreset-eval", "glue_rte", "--trials", "10000000"], "--trials: must be from 1 to"),
+])
+def test_counts_that_would_run_for_days_are_refused_before_work(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

@@ -171,6 +171,35 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _whole_in(low: int, high: int, why: str = ""):
+    """An argparse type: a whole number in [low, high], checked before any work."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number; got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be from {low:,} to {high:,}{why}; got {text}")
+        return value
+    parse.__name__ = "whole number"  # argparse names the type in its messages
+    return parse
+
+
+#: Seeds: numpy's generators take 0 .. 2**63 - 1 here.
+_seed = _whole_in(0, 2**63 - 1)
+def _jobs(text: str) -> int:
+    """--jobs: -1 (every core) or 1 to 4096."""
+    value = _whole_in(-1, 4096)(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be -1 (every core) or a positive number; got 0")
+    return value
+
+
+#: Resamples and trials: each refits a model; past this a run takes days, not minutes.
+_resamples = _whole_in(0, 100_000, " (each one refits the model)")
+
+
 def _coreset_size(text: str) -> str:
     """A count or a percentage; checked against the question count once data is loaded."""
     body = text[:-1] if text.endswith("%") else text
@@ -212,9 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(p)
     p.add_argument("--axis", choices=["benchmarks", "models"], default="benchmarks",
                    help="models: pick reference models to run a new benchmark on")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="seed for --objective random and --bootstrap")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+    p.add_argument("--bootstrap", type=_resamples, default=0, metavar="B",
                    help="also resample the models B times and report how often each "
                    "selected benchmark is selected again (default 0: no)")
     p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
@@ -234,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="PLAN.json",
                    help="the plan file to write (atomically)")
     p.add_argument("--json", action="store_true", help="print the plan's summary as JSON")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="seed of every random choice (default 0); recorded in the plan")
     _add_selection(p.add_argument_group("--kind benchmarks or mixed (as in 'benchsel "
                                         "select')"))
@@ -327,12 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "conditional mean, no score bounds; fast). Any but gaussian costs a "
                    "completion per k and fold (auto: a dozen), so keep --k-max and "
                    "--objectives small")
-    p.add_argument("--seed", type=int, default=0, help="seed for folds and random orders")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for folds and random orders")
     p.add_argument("--splitter", choices=FOLD_SPLITTERS, default="default",
                    help="cv: how folds are drawn: default (benchsel's), or paper (the "
                    "published code's code/cv_split.py: round((1-p) M) training models, "
                    "each fold's drawn by its own seed; the paper's runs use --seed 42)")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=_jobs, default=1,
                    help="cv and complete folds (and lm-eval sample logs) in parallel (joblib; "
                    "-1 = all cores; results do not depend on it)")
     p.add_argument("--dask", metavar="SCHEDULER",
@@ -343,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods",
                    help="complete: comma-separated methods (default all: "
                    f"{', '.join(COMPLETION_METHODS)})")
-    p.add_argument("--max-subsets", type=_positive_int, default=50_000,
+    p.add_argument("--max-subsets", type=_whole_in(1, 10**9), default=50_000,
                    help="oracle: refuse a k with more subsets than this (default 50000)")
     p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
@@ -358,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "+ or ++ to any for a ridge or kernel ridge refit")
     p.add_argument("--emit-lm-eval-samples", nargs=2, metavar=("TASK", "FILE"),
                    help="also write the selection as lm-eval's --samples JSON")
-    p.add_argument("--seed", type=int, default=0, help="seed for the random questions")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for the random questions")
     _add_log_readers(p)
     _add_output(p)
 
@@ -388,12 +417,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="run the trials, and read lm-eval sample logs, on a dask.distributed "
                    "cluster (scheduler address, or 'local'; needs benchsel[dask])")
-    p.add_argument("--trials", type=_positive_int, default=10, help="trials (default 10)")
+    p.add_argument("--trials", type=_whole_in(1, 100_000), default=10,
+                   help="trials (default 10)")
     p.add_argument("--methods", default="all",
                    help=f"all, default, or comma-separated: {', '.join(CORESET_METHODS)}; append "
                    "+ or ++ to any for a ridge or kernel ridge refit (default all: these "
                    f"and {', '.join(PAPER_REFITS)})")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
@@ -415,10 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "and header, symmetric, unit diagonal) instead of scores")
     p.add_argument("--new", metavar="NAMES",
                    help="comma-separated benchmarks to mark as new and summarize")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+    p.add_argument("--bootstrap", type=_resamples, default=0, metavar="B",
                    help="resample the models B times for an interval of each novelty rank "
                         "and its top-3 share (default 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the resamples")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for the resamples")
     p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     _add_output(p)
 
@@ -509,13 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cross-validation folds over models (default 5)")
     p.add_argument("--k-max", type=_positive_int, default=10,
                    help="largest k the cross-validation scores (default 10)")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="B",
+    p.add_argument("--bootstrap", type=_resamples, default=0, metavar="B",
                    help="model resamples for the discover ranks' intervals (default 0; "
                    "each refits the model)")
     p.add_argument("--threshold", type=float, default=5.0,
                    help="audit threshold on the robust leave-one-out z (default 5)")
     _add_coverage(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of the folds and resamples")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the folds and resamples")
     p.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
     p.add_argument("--json", action="store_true",
                    help="print what was written as JSON (the page embeds the sections' JSON)")
