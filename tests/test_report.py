@@ -225,6 +225,7 @@ def test_report_from_a_saved_plan(tmp_path, capsys):
     assert code == 0, err
     payload = embedded_json(page.read_text())
     assert payload["overview"]["models"] == helm.n_models
+
     code, out, err = run(capsys, "predict", "--plan", plan, "--observed", observed, "--json")
     assert code == 0, err
     shown = [{k: v for k, v in r.items() if k != "observed"}
@@ -235,3 +236,29 @@ def test_report_from_a_saved_plan(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         run(capsys, "report", "--plan", plan, "-o", tmp_path / "x.html")
     assert exit_.value.code == 2 and "--observed" in capsys.readouterr().err
+
+
+def test_a_new_model_figure_that_shows_part_of_the_board_says_so():
+    from benchsel import GaussianModel
+    from benchsel.report import figures
+
+    board = load_dataset("mteb")
+    model = GaussianModel().fit(board)
+    pred = model.predict({board.items[0]: float(np.nanmean(board.values[:, 0]))},
+                         method="gaussian")
+    fig = figures.prediction_figure(pred, board)
+    title = fig.axes[0].get_title()
+    assert f"the first {figures.MAX_ROWS} of {len(pred.items)} benchmarks" in title
+    figures.pyplot().close(fig)
+
+
+def test_the_page_states_the_whole_commands_time(tmp_path, capsys):
+    """The new model's prediction (auto's first choice on this board: seconds) counts;
+    the page once said 5.5 s for a command of 133 s."""
+    page = tmp_path / "timed.html"
+    code, out, err = run(capsys, "report", "helm_lite", "--observed", "GSM8K=0.6,MMLU=0.7",
+                         "-o", page, "--quiet", "--folds", 3, "--k-max", 2, "--json")
+    assert code == 0, err
+    shown = float(re.search(r"computed in ([0-9.]+) s", page.read_text()).group(1))
+    total = json.loads(out)["seconds"]
+    assert 0.9 * total - 0.1 <= shown <= total + 0.05

@@ -77,7 +77,8 @@ class Report:
         Per section key, the JSON its CLI command prints (``--json``); the
         page embeds it.
     seconds : float
-        Time to compute the sections and draw the figures.
+        Time to compute the sections and draw the figures (the command line
+        puts the whole command's time on the page: what the user waited).
     """
 
     title: str

@@ -227,5 +227,8 @@ def prediction_figure(prediction, scores, row: int = 0):
     ax.invert_yaxis()
     ax.set_xlabel(f"score (grey: leaderboard range and middle half; red x: run; "
                   f"blue: predicted with {100 * prediction.level:g}% interval)")
-    ax.set_title(f"{_short(prediction.models[row])} against the leaderboard")
+    title = f"{_short(prediction.models[row])} against the leaderboard"
+    if len(shown) < len(items):
+        title += f"\n(the first {len(shown)} of {len(items)} benchmarks: run, then predicted)"
+    ax.set_title(title)
     return fig
