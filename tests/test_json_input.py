@@ -89,3 +89,23 @@ def test_file_size_is_checked_before_reading(tmp_path, monkeypatch):
 def test_invalid_json_names_the_input():
     with pytest.raises(JSONInputError, match=r"^samples.jsonl, line 3: not valid JSON"):
         loads('{"doc_id": 1,', "samples.jsonl, line 3")
+
+
+def test_long_base64_strings_stay_on_disk_and_read_back_the_same(tmp_path):
+    import base64
+
+    from benchsel._json import FileText, load_file_lazily
+
+    data = base64.b64encode(bytes(range(256)) * 1000).decode()
+    obj = {"a": {"data": data, "name": "x" * 70_000 + '"\\'}, "b": [1, 2.5, None, "short"],
+           "c": data[:100]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(obj, indent=1))
+    lazy = load_file_lazily(path, long_strings=1000)
+    assert isinstance(lazy["a"]["data"], FileText) and len(lazy["a"]["data"]) == len(data)
+    assert "".join(lazy["a"]["data"].pieces(4096)) == data
+    assert lazy["a"]["name"] == obj["a"]["name"]  # not base64: parsed as usual
+    assert lazy["b"] == obj["b"] and lazy["c"] == obj["c"]
+    with pytest.raises(JSONInputError, match="nested 100 levels"):
+        path.write_text("[" * 100 + "]" * 100)
+        load_file_lazily(path)

@@ -5,8 +5,9 @@ A plan is one JSON object. Arrays sit inline as
 ``bits`` (0/1 matrices, packed eight to a byte) or ``float64-zlib``
 (little-endian float64, NaN for a missing cell, zlib-compressed), so that a
 plan of a 500-question task stays a few kilobytes and the file is one thing to
-ship. Loading reads the file with bounded size and nesting
-(:mod:`benchsel._json`), checks the format name and version, then the whole
+ship. Loading reads the file with bounded size and nesting, its long base64
+strings left on disk (:func:`benchsel._json.load_file_lazily`), checks the
+format name and version, then the whole
 file against the schema (:mod:`._schema`: keys, types, ranges, and every
 array's declared size against a limit on the plan's decoded size), and only
 then decodes: inflation stops at the declared size, and the fingerprint of
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._json import load_file
+from .._json import FileText, load_file_lazily
 from ._schema import DecodeBudget, _short, validate_plan
 
 __all__ = [
@@ -71,7 +72,7 @@ def decode_array(obj, where: str) -> np.ndarray:
     if not (isinstance(shape, list) and all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)):
         raise ValueError(f"{where}: shape {shape!r} is not a list of sizes")
-    if not isinstance(obj["data"], str):
+    if not isinstance(obj["data"], str | FileText):
         raise ValueError(f"{where}.data: expected base64 text")
     size = math.prod(shape)
     if obj["encoding"] == "bits":
@@ -90,14 +91,25 @@ def decode_array(obj, where: str) -> np.ndarray:
 _B64_CHUNK = 4 << 20  # characters decoded at a time (a multiple of 4)
 
 
-def _b64decode(text: str, where: str) -> bytes:
+def _b64decode(text: str | FileText, where: str) -> bytes:
+    if isinstance(text, FileText):
+        return b"".join(_b64decode(piece, where) for piece in text.pieces(_B64_CHUNK))
     try:
         return base64.b64decode(text, validate=True)
     except (ValueError, binascii.Error) as err:
         raise ValueError(f"{where}: the array data is damaged ({err})") from None
 
 
-def _inflate(text: str, size: int, where: str, shape) -> np.ndarray:
+def _pieces(text: str | FileText):
+    """Base64 text in pieces of :data:`_B64_CHUNK` characters (a multiple of 4)."""
+    if isinstance(text, FileText):
+        yield from text.pieces(_B64_CHUNK)
+    else:
+        for start in range(0, len(text), _B64_CHUNK):
+            yield text[start:start + _B64_CHUNK]
+
+
+def _inflate(text: str | FileText, size: int, where: str, shape) -> np.ndarray:
     """``size`` float64 values from base64 zlib ``text``, decoded piece by piece into
     the array itself: never more than the declared size is inflated, and neither the
     whole compressed nor the whole inflated bytes are held beside the array."""
@@ -106,8 +118,8 @@ def _inflate(text: str, size: int, where: str, shape) -> np.ndarray:
     nbytes, filled = 8 * size, 0
     stream = zlib.decompressobj()
     try:
-        for start in range(0, len(text), _B64_CHUNK):
-            raw = _b64decode(text[start:start + _B64_CHUNK], where)
+        for piece in _pieces(text):
+            raw = _b64decode(piece, where)
             piece = stream.decompress(raw, nbytes - filled + 1)
             if filled + len(piece) > nbytes:
                 raise ValueError(f"{where}: the data inflates to more than the {size} values "
@@ -147,7 +159,8 @@ def read_plan_json(path: str | os.PathLike, *, max_decoded_bytes: int | None = N
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such plan file")
     try:
-        obj = load_file(path, strict=True)
+        # Long base64 strings (the embedded arrays) stay on disk until decoded.
+        obj = load_file_lazily(path, strict=True)
     except ValueError as err:
         raise ValueError(f"{err}; not a benchsel plan? make one with "
                          "'benchsel plan DATA -o PLAN.json'") from None

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .._json import FileText
 from ..names import CALIBRATIONS, CORESET_METHODS, COVARIANCE_METHODS, OBJECTIVES, TRANSFORMS
 
 __all__ = ["LEVELS", "MAX_DECODED_BYTES", "DecodeBudget", "validate_plan"]
@@ -61,6 +62,8 @@ def _kind(value) -> str:
     """The JSON name of a value's type, for messages."""
     if value is None:
         return "null"
+    if isinstance(value, FileText):  # only an array's data may be this long
+        return f"a string of {len(value)} characters"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):
@@ -225,12 +228,17 @@ class Record:
             known[name](entry, _path(where, name), budget)
 
 
+def base64_text(value, where, budget):
+    """Text, or a long base64 string left on disk by the reader (:class:`FileText`)."""
+    if not isinstance(value, str | FileText):
+        _fail(where, f"expected base64 text; got {_kind(value)}")
+
+
 def encoded_array(ndim: int) -> Check:
     """An array from :func:`benchsel.plan._format.encode_array`, sized before decoding."""
     def check(value, where, budget):
         Record({"shape": items(whole(0, _MAX_SIZE), min_len=ndim, max_len=ndim),
-                "encoding": text(choices=ENCODINGS), "data": text(max_len=4 * _MAX_SIZE)},
-               )(value, where, budget)
+                "encoding": text(choices=ENCODINGS), "data": base64_text})(value, where, budget)
         size = math.prod(value["shape"])
         budget.take(8 * size, where)
         stored = len(value["data"])
