@@ -294,6 +294,16 @@ def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
 #: Share of the source models whose held-out predictions measure the frontier's bias.
 FRONTIER_FRACTION = 0.1
 
+#: A new model is moved by the frontier shift when its mean given score is at least
+#: the ``1 - FRONTIER_APPLY_FRACTION`` quantile of the sources'. The shift is measured
+#: on the strongest 10% predicted from a fit without them; a model just inside the
+#: top 10% of a fit that includes its peers is predicted better unmoved. On
+#: open_llm_v2 with ``auto`` (MI, k = 1..4; docs/reproduction.md): at 10% the
+#: frontier R² gained 0.05-0.07 and 10-fold CV lost 0.017-0.030; at 3% the frontier
+#: gained 0.046-0.065 and CV lost 0.004-0.010; above the best source only, the
+#: frontier gained 0.002-0.015.
+FRONTIER_APPLY_FRACTION = 0.03
+
 
 def frontier_rows(reference: np.ndarray, rows: np.ndarray,
                   fraction: float = FRONTIER_FRACTION) -> np.ndarray:

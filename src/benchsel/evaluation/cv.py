@@ -39,7 +39,12 @@ from scipy.special import ndtri
 
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
-from ..calibration import frontier_rows, regime_excess, unknown_calibration
+from ..calibration import (
+    FRONTIER_APPLY_FRACTION,
+    frontier_rows,
+    regime_excess,
+    unknown_calibration,
+)
 from ..gaussian.calibrate import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
@@ -252,7 +257,7 @@ def _fold(
             if calibrator is not None:
                 # As GaussianModel.predict: a model at the frontier of the training
                 # models is moved by the bias measured on their strongest ones.
-                top = frontier_rows(z_train[:, sel], given[:, sel])
+                top = frontier_rows(z_train[:, sel], given[:, sel], FRONTIER_APPLY_FRACTION)
                 if top.any():
                     shift = calibrator.frontier_shift(given_items)
                     mu[top] += shift * np.sqrt(var[top])

@@ -12,7 +12,12 @@ from .. import names
 from .._linalg import cholesky
 from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
-from ..calibration import frontier_rows, regime_excess, unknown_calibration
+from ..calibration import (
+    FRONTIER_APPLY_FRACTION,
+    frontier_rows,
+    regime_excess,
+    unknown_calibration,
+)
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -869,7 +874,8 @@ class GaussianModel:
         """Per row and item, the conditional mean's correction in model units.
 
         Rows at the frontier of the training models on their given items
-        (:func:`~benchsel.calibration.frontier_rows`) are moved by the bias
+        (:func:`~benchsel.calibration.frontier_rows`, the strongest 3%: see
+        :data:`~benchsel.calibration.FRONTIER_APPLY_FRACTION`) are moved by the bias
         the frontier split of the calibrator measured
         (:meth:`GaussianCalibrator.frontier_shift`), times their own
         conditional standard deviation; other rows, and every row when
@@ -884,7 +890,8 @@ class GaussianModel:
                 continue
             rows = np.flatnonzero(inverse == g)
             top = rows[frontier_rows(self._z[:, pattern],
-                                     z[np.ix_(rows, np.flatnonzero(pattern))])]
+                                     z[np.ix_(rows, np.flatnonzero(pattern))],
+                                     FRONTIER_APPLY_FRACTION)]
             if top.size:
                 shift = self._calibrator_for_predict().frontier_shift(pattern)
                 out[top] = shift * np.sqrt(var_z[top])
