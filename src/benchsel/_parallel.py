@@ -8,7 +8,7 @@ place, and results always come back in task order.
 
 from __future__ import annotations
 
-import functools
+import contextlib
 from collections.abc import Callable, Iterable
 
 from threadpoolctl import threadpool_limits
@@ -16,22 +16,35 @@ from threadpoolctl import threadpool_limits
 __all__ = ["map_tasks", "one_blas_thread"]
 
 
-def one_blas_thread(fn: Callable) -> Callable:
-    """Run ``fn`` with one BLAS thread.
+class one_blas_thread(contextlib.ContextDecorator):  # noqa: N801 - used like a function
+    """One BLAS thread inside: ``with one_blas_thread():`` or ``@one_blas_thread()``.
 
-    For work on small matrices, where BLAS threads cost more in start-up and
-    contention than they save (about 3x slower with two threads on a busy
-    two-core machine), and for a fold or trial that must round alike in this
-    process and in a joblib worker (which gets one thread per job), so that
-    ``n_jobs`` does not change a digit.
+    The one convention for pinning threads. For work on small matrices, where
+    BLAS threads cost more in start-up and contention than they save (about 3x
+    slower with two threads on a busy two-core machine), and for a fold or
+    trial that must round alike in this process and in a joblib worker (which
+    gets one thread per job), so that ``n_jobs`` does not change a digit.
+
+    Parameters
+    ----------
+    user_api : {"blas", None}, default "blas"
+        None pins OpenMP pools too (scikit-learn's).
     """
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with threadpool_limits(1, user_api="blas"):
-            return fn(*args, **kwargs)
+    def __init__(self, user_api: str | None = "blas"):
+        self.user_api = user_api
+        self._limits = []
 
-    return wrapper
+    def _recreate_cm(self):  # each decorated call gets its own (threads may share fn)
+        return type(self)(self.user_api)
+
+    def __enter__(self):
+        self._limits.append(threadpool_limits(1, user_api=self.user_api))
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._limits.pop().restore_original_limits()
+        return False
 
 
 def map_tasks(

@@ -47,10 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
-from threadpoolctl import threadpool_limits
 
 from .. import names
-from .._parallel import map_tasks
+from .._parallel import map_tasks, one_blas_thread
 from .._reuse import reuse_fits
 from ..evaluation.metrics import (
     hamming_stability,
@@ -211,7 +210,7 @@ def run_trial(values, split, sources, seed, trial, names, n, calibrate=True,
     """
     src, tgt = model_split(values, split, np.random.default_rng([seed, trial]), sources, dated)
     out = {"target": tgt, "source": src}
-    with threadpool_limits(1), reuse_fits():
+    with one_blas_thread(user_api=None), reuse_fits():
         for name in names:
             rng = np.random.default_rng([seed, trial, 1])
             t0 = time.perf_counter()

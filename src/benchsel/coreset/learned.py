@@ -278,7 +278,7 @@ class RandomSearchLearn:
         self.n_search = n_search
         self.n_pilot = n_pilot
 
-    @one_blas_thread
+    @one_blas_thread()
     def fit(self, source, n: int, rng) -> RandomSearchLearn:
         """Search ``n_search`` random coresets of ``n`` questions on ``source`` (M x N).
 
@@ -312,7 +312,7 @@ class RandomSearchLearn:
         ]
         return float(ALPHAS[int(np.argmin(scores))])
 
-    @one_blas_thread
+    @one_blas_thread()
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -520,7 +520,7 @@ class LassoCoreset:
         self.bisect = bisect
         self.probes = probes
 
-    @one_blas_thread
+    @one_blas_thread()
     def fit(self, source, n: int, rng) -> LassoCoreset:
         """Fit on source models' scores (M x N); ``rng`` draws the CV folds."""
         x = check_source(source)
@@ -559,7 +559,7 @@ class LassoCoreset:
                 resid[test] = y[test] - fold_model.predict(x[test])
         return float(np.sqrt(np.mean(resid**2)))
 
-    @one_blas_thread
+    @one_blas_thread()
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -769,7 +769,7 @@ class DoubleOptimize:
         self.lr = lr
         self.holdout = holdout
 
-    @one_blas_thread
+    @one_blas_thread()
     def fit(self, source, n: int, rng) -> DoubleOptimize:
         """Fit on source models' scores (M x N); ``rng`` draws the folds and ``pi``'s starts."""
         x = check_source(source)
@@ -794,7 +794,7 @@ class DoubleOptimize:
         self.sd_ = float(np.sqrt(np.mean(resid**2)))
         return self
 
-    @one_blas_thread
+    @one_blas_thread()
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))
@@ -971,7 +971,7 @@ class PCAImpute:
         self.max_iter = max_iter
         self.tol = tol
 
-    @one_blas_thread
+    @one_blas_thread()
     def fit(self, source, n: int, rng) -> PCAImpute:
         """Draw ``n`` random questions and choose the rank on ``source`` (M x N)."""
         ranks = tuple(self.ranks)
@@ -1019,7 +1019,7 @@ class PCAImpute:
         weights = _impute_weights(src_run, tgt_run, gram, rank, self.max_iter, self.tol)
         return (tgt_run.sum(axis=1) + weights @ unrun_sums) / self.n_questions
 
-    @one_blas_thread
+    @one_blas_thread()
     def predict(self, x_selected):
         """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
         x = check_selected(x_selected, len(self.selected_))

@@ -104,7 +104,7 @@ def _points_factor(values: np.ndarray) -> np.ndarray:
     return np.where((low >= 0) & (high <= 1), 100.0, 1.0)
 
 
-@one_blas_thread  # rounds alike serially and in a joblib worker
+@one_blas_thread()  # rounds alike serially and in a joblib worker
 def _completion_fold(values, mask, fold, methods, hide, level, seed, calibrate) -> dict:
     """One fold of :func:`evaluate_completion`: every method fills the cells ``mask`` hides.
 

@@ -158,7 +158,7 @@ class CVResult:
 # matrices are small, and the same thread count makes serial and parallel
 # runs agree to the last bit (near-ties in greedy gains would otherwise break
 # differently).
-@one_blas_thread
+@one_blas_thread()
 def _fold(
     values: np.ndarray,
     fold: Fold,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from .._parallel import one_blas_thread
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..splits import kfold_with_holdout
@@ -163,7 +163,7 @@ def oracle_subsets(
     total = sum(comb(n, k) for k in range(1, k_max + 1))
     done = 0
     rows = []
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         scorers = [_FoldScorer(scores.values, f, covariance, ridge, clip) for f in splits]
         for k in range(1, k_max + 1):
             best, best_r2 = None, -np.inf

@@ -44,10 +44,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .. import names
 from .._linalg import psd_project, shrink_to_identity, symmetrize
+from .._parallel import one_blas_thread
 from .._patterns import unique_rows
 from ..matrix import DataWarning, Standardizer
 from ._estep import EStepPlan, e_step
@@ -354,7 +354,7 @@ def em_covariance(
 
     converged = False
     change = np.inf
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         # The blocks are small: threading costs more than it saves, and
         # numpy's and scipy's BLAS pools would fight over two cores.
         while e_steps < max_iter and not converged:
