@@ -16,8 +16,8 @@ import argparse
 
 import numpy as np
 from _data import QUESTIONS, add_data_dir
-from threadpoolctl import threadpool_limits
 
+from benchsel._parallel import one_blas_thread
 from benchsel.coreset.evaluate import model_split
 from benchsel.coreset.learned import DoubleOptimize, LassoCoreset
 
@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     global SHARED
     SHARED = args.data_dir
-    with threadpool_limits(1):
+    with one_blas_thread(user_api=None):
         if args.lasso:
             lasso_support()
         if args.double_optimize:
