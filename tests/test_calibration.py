@@ -496,3 +496,24 @@ def test_predict_moves_only_frontier_models_by_the_measured_shift():
     before, after = raw.mean[top, 5] - truth, pred.mean[top, 5] - truth
     assert before.mean() < -0.5 and abs(after.mean()) < 0.8 * abs(before.mean())
     assert np.abs(after).mean() < np.abs(before).mean()
+
+
+def test_auto_keeps_the_corrected_gaussian_for_a_model_the_shift_moves():
+    """The frontier shift corrects only the Gaussian; auto must not hand a model it
+    moves to a completion method without it (issue 28)."""
+    from benchsel import GaussianModel
+    from benchsel.splits import frontier_split
+
+    board = _convex_board(2000, seed=1)
+    split = frontier_split(board.values)
+    model = GaussianModel().fit(board.subset(models=split.train))
+    new = board.subset(models=np.concatenate([split.validation[:20], split.train[:20]]),
+                       items=[0, 1])
+    auto, gaussian = model.predict(new, method="auto"), model.predict(new, method="gaussian")
+    moved = np.array([c["frontier_shift"] for c in gaussian.calibration])
+    assert moved[:20].any() and not moved[20:].any()
+    for i in np.flatnonzero(moved):
+        assert auto.choices[i]["method"] == "gaussian"
+        assert auto.choices[i]["split"] == "frontier"
+        np.testing.assert_allclose(auto.mean[i], gaussian.mean[i], rtol=1e-12)
+    assert all(auto.choices[i]["split"] != "frontier" for i in np.flatnonzero(~moved))
