@@ -209,3 +209,15 @@ def test_counts_that_would_run_for_days_are_refused_before_work(argv, message, c
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["audit", "budget", "discover"])
+def test_commands_do_not_offer_options_they_cannot_use(command):
+    """audit, budget and discover work on the score scale and print no error bars: no
+    --transform and no --calibration (they used to be offered, then refused)."""
+    from benchsel.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    flags = {f for a in sub.choices[command]._actions for f in a.option_strings}
+    assert "--transform" not in flags and "--calibration" not in flags
+    assert "--covariance" in flags

@@ -34,7 +34,7 @@ __all__ = ["main", "build_parser"]
 
 
 def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
-              optional: bool = False, intervals: bool = True) -> None:
+              optional: bool = False, intervals: bool = True, transform: bool = True) -> None:
     p.add_argument("data", metavar="DATA", nargs="?" if optional else None,
                    help="score matrix file (CSV/TSV/Parquet/NPZ), a bundled dataset name, or "
                    "a folder of lm-eval runs (lm_eval --output_path; leaf tasks' primary "
@@ -57,9 +57,10 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
                    help="covariance estimator: em (the paper's EM), em-shrink (EM with "
                    "correlation shrinkage), pairwise; default auto = pairwise if the matrix "
                    "is complete, else em-shrink")
-    p.add_argument("--transform", choices=TRANSFORMS, default="none",
-                   help="per-column transform before modelling: logit of score / training "
-                   "max (Smola 2026, App. K); default none")
+    if transform:  # budget, audit and discover work on the score scale: no transform
+        p.add_argument("--transform", choices=TRANSFORMS, default="none",
+                       help="per-column transform before modelling: logit of score / training "
+                       "max (Smola 2026, App. K); default none")
     if not intervals:  # a command that prints no error bar has no use for it
         return
     p.add_argument("--calibration", choices=CALIBRATIONS, default="conformal",
@@ -439,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
         "discover",
         help="rank benchmarks by novelty (what the others do not explain) and by "
              "information about the rest")
-    _add_data(p, intervals=False)
+    _add_data(p, intervals=False, transform=False)
     p.add_argument("--correlation", action="store_true",
                    help="DATA is a correlation matrix (CSV: benchmark names as first column "
                         "and header, symmetric, unit diagonal) instead of scores")
@@ -455,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "budget",
         help="how many questions each selected benchmark needs, and a total budget's split")
-    _add_data(p, intervals=False)
+    _add_data(p, intervals=False, transform=False)
     p.add_argument("-k", type=_positive_int, help="select k benchmarks (MI) and budget them")
     p.add_argument("--objective", choices=OBJECTIVES, default="mi",
                    help="objective of the -k selection (default mi)")
@@ -480,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="flag scores that decouple from the rest of their model's row (contamination, "
              "gaming, broken runs) and benchmarks that drift")
-    _add_data(p)
+    _add_data(p, intervals=False, transform=False)
     p.add_argument("--threshold", type=float, default=5.0,
                    help="flag cells whose robust leave-one-out z exceeds this (default 5)")
     p.add_argument("--order", metavar="FILE",

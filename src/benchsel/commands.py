@@ -191,7 +191,8 @@ def _load(args):
 
 
 def _fit(args, scores) -> GaussianModel:
-    return GaussianModel(covariance=args.covariance, transform=args.transform,
+    return GaussianModel(covariance=args.covariance,
+                         transform=getattr(args, "transform", "none"),
                          calibration=getattr(args, "calibration", "conformal"),
                          bounds=getattr(args, "bounds", "infer")).fit(scores)
 
@@ -659,14 +660,11 @@ def cmd_discover(args) -> int:
     progress = Progress("resamples", enabled=False if args.quiet else None)
     try:
         if args.correlation:
-            if args.covariance != "auto" or args.transform != "none":
-                raise UsageError("--covariance/--transform need scores, not a correlation "
-                                  "matrix")
+            if args.covariance != "auto":
+                raise UsageError("--covariance needs scores, not a correlation matrix")
             result = discover(correlation=read_correlation(args.data), new=new,
                               bootstrap=args.bootstrap, seed=args.seed)
         else:
-            if args.transform != "none":
-                raise UsageError("--transform is not supported by discover")
             result = discover(_load(args), new=new, bootstrap=args.bootstrap,
                               covariance=args.covariance, seed=args.seed, progress=progress)
     finally:
@@ -705,8 +703,6 @@ def cmd_budget(args) -> int:
     if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
         raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
                          "can be spread")
-    if args.transform != "none":
-        raise UsageError("--transform is not supported by budget (noise is on the score scale)")
     if (args.k is None) == (args.select is None):
         raise UsageError("budget needs the benchmarks to run: -k K (select them) or --select "
                           "NAMES, exactly one")
@@ -755,8 +751,6 @@ def cmd_budget(args) -> int:
 def cmd_audit(args) -> int:
     from .evaluation.audit import audit
 
-    if args.transform != "none":
-        raise UsageError("--transform is not supported by audit")
     order = read_model_order(args.order) if args.order else None
     result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
                    order=order)
