@@ -10,7 +10,8 @@ from .covariance import (
     estimate_covariance,
     pairwise_covariance,
 )
-from .model import CALIBRATIONS, GaussianModel, NotFittedError, Prediction, Selection
+from .model import CALIBRATIONS, GaussianModel, NotFittedError
+from .results import Prediction, Selection
 
 __all__ = [
     "CALIBRATIONS",

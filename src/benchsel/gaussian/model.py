@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import names
 from .._linalg import cholesky
 from .._patterns import unique_rows
-from ..bounds import clip_to_bounds, column_scale, resolve_bounds, truncated_interval
+from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
     frontier_rows,
-    regime_excess,
     unknown_calibration,
 )
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
@@ -30,195 +28,16 @@ from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
+from .extrapolation import TrainingRange
+from .results import Prediction, Selection
+from .routing import (
+    calibrate_completion,
+    calibration_records,
+    predict_auto,
+    predict_by_completion,
+)
 
 __all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Items chosen to run, in order, with the bookkeeping of the greedy run.
-
-    Attributes
-    ----------
-    items : list of str
-        Selected item names in selection order.
-    indices : ndarray of int
-        Their columns in the fitted matrix.
-    gains, residual_variance
-        As in :class:`~benchsel.selection.greedy.GreedyResult`.
-    objective, covariance, strategy : str
-    cost : float or None
-    stopped_by : str
-        ``"k"``, ``"budget"``, ``"target_residual"``, ``"no positive gain"`` or
-        ``"exhausted"``.
-    certificate : dict or None
-        What is proved about the selection's quality: for entropy, the share
-        of the optimum of its size it provably reaches
-        (:func:`~benchsel.selection.greedy.entropy_certificate`); for MI,
-        why no such bound holds and the exhaustive oracle's value where
-        affordable (:func:`~benchsel.selection.greedy.mi_oracle_gap`).
-    aggregates : dict
-        Columns left out of the choice as aggregates of the others
-        (:func:`benchsel.aggregates.aggregate_columns`), each with the reason.
-    """
-
-    items: list[str]
-    indices: np.ndarray
-    gains: np.ndarray
-    residual_variance: np.ndarray
-    objective: str
-    covariance: str
-    strategy: str
-    cost: float | None
-    stopped_by: str
-    certificate: dict | None = None
-    aggregates: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out = {
-            "selected": list(self.items),
-            "gains": [float(g) for g in self.gains],
-            "residual_variance": [float(r) for r in self.residual_variance],
-            "objective": self.objective,
-            "covariance": self.covariance,
-            "strategy": self.strategy,
-            "stopped_by": self.stopped_by,
-            "certificate": self.certificate,
-            "aggregates_left_out": dict(self.aggregates),
-        }
-        if self.cost is not None:
-            out["cost"] = float(self.cost)
-        return out
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Predicted scores of new models on the items they were not run on.
-
-    All arrays have shape (R, N) over the fitted items; entries for observed
-    cells hold the observed value with ``std = 0``.
-
-    Attributes
-    ----------
-    models : list of str
-    items : list of str
-    mean, std, low, high : ndarray
-        Conditional mean, standard deviation and the central interval at
-        ``level``, in the items' original units. On predicted cells
-        ``mean``, ``low`` and ``high`` lie within the item's score bounds
-        (:attr:`GaussianModel.bounds_`): they are the median and central
-        interval of the prediction's normal distribution truncated to the
-        bounds (:func:`~benchsel.bounds.truncated_interval`; under a
-        transform, its ends mapped back and clipped). ``std`` is the normal
-        one, so near a bound the interval is narrower than ``mean +- z *
-        std`` and not centred on the mean, but never of zero width.
-        Observed cells are never changed.
-    observed : ndarray of bool
-        Which cells were given (and so not predicted).
-    level : float
-    method : str
-    extrapolation : list of dict
-        Per model, whether the prediction is an extrapolation (see
-        :meth:`GaussianModel.extrapolation`): ``flag``, ``direction``,
-        ``reasons``, ``strength``, ``strength_percentile``,
-        ``items_above_training_max``, ``items_below_training_min`` and
-        ``scale_mismatch``. Predictions for flagged models are
-        extrapolations: in the extrapolation protocol on MTEB and MERGED
-        the Gaussian's own 90% intervals covered 77%; calibrated ones (see
-        ``calibration``) use the wider multiplier of models outside the
-        training range.
-    calibration : list of dict
-        Per model, how its intervals were calibrated: ``method``
-        (``conformal`` or ``none``), ``regime`` (``inside`` or ``outside``
-        the training models' range on the observed items: outside when the
-        model's strength lies beyond theirs or any observed score beyond
-        every training score on its item, as :attr:`extrapolation` flags;
-        see :func:`~benchsel.calibration.regime_excess`),
-        ``multiplier`` (applied to the method's own standard deviation) and
-        ``cells`` (held-out cells behind it).
-    choices : list of dict
-        With ``method="auto"``, per model, the method that won the
-        cross-validation on the training models for its observed items
-        (:meth:`benchsel.prediction.MethodChoice.to_dict`).
-    item_kind : str
-        What the items are: ``benchmark`` or, for a question-level plan's
-        prediction, ``task`` (the index name of :meth:`to_frame`).
-    """
-
-    models: list[str]
-    items: list[str]
-    mean: np.ndarray
-    std: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    observed: np.ndarray
-    level: float
-    method: str = "gaussian"
-    extrapolation: list = field(default_factory=list)
-    calibration: list = field(default_factory=list)
-    choices: list = field(default_factory=list)
-    item_kind: str = "benchmark"
-
-    def to_frame(self):
-        """Every cell as a :class:`pandas.DataFrame`.
-
-        Columns ``mean, std, low, high, observed`` (an observed cell holds the
-        given score with std 0); index the items (named :attr:`item_kind`),
-        or ``(model, item)`` when several models were predicted.
-        """
-        import pandas as pd
-
-        rows, index = [], []
-        for i, model in enumerate(self.models):
-            for j, item in enumerate(self.items):
-                rows.append((float(self.mean[i, j]), float(self.std[i, j]),
-                             float(self.low[i, j]), float(self.high[i, j]),
-                             bool(self.observed[i, j])))
-                index.append((model, item))
-        columns = ["mean", "std", "low", "high", "observed"]
-        if len(self.models) == 1:
-            idx = pd.Index([item for _, item in index], name=self.item_kind)
-        else:
-            idx = pd.MultiIndex.from_tuples(index, names=["model", self.item_kind])
-        return pd.DataFrame(rows, index=idx, columns=columns)
-
-    def records(self, row: int = 0, *, include_observed: bool = False) -> list[dict]:
-        """One dict per predicted (unobserved) item of model ``row``.
-
-        With ``include_observed`` every item is listed, each with
-        ``"observed"``: true for a given score (``std`` 0).
-        """
-        cells = np.arange(len(self.items)) if include_observed else \
-            np.flatnonzero(~self.observed[row])
-        out = []
-        for j in cells:
-            record = {
-                "benchmark": self.items[j],
-                "mean": float(self.mean[row, j]),
-                "std": float(self.std[row, j]),
-                "low": float(self.low[row, j]),
-                "high": float(self.high[row, j]),
-            }
-            if include_observed:
-                record["observed"] = bool(self.observed[row, j])
-            out.append(record)
-        return out
-
-    def to_dict(self, *, include_observed: bool = False) -> dict:
-        """JSON-ready: one model's ``predictions``, or ``models`` for several (see records)."""
-        out: dict = {"method": self.method, "level": self.level}
-        entries = [
-            {"model": name, "extrapolation": self.extrapolation[i],
-             **({"calibration": self.calibration[i]} if self.calibration else {}),
-             **({"choice": self.choices[i]} if self.choices else {}),
-             "predictions": self.records(i, include_observed=include_observed)}
-            for i, name in enumerate(self.models)
-        ]
-        if len(entries) == 1:
-            out.update(entries[0])
-        else:
-            out["models"] = entries
-        return out
 
 
 def _certificate(sigma, result: GreedyResult, objective: str, budget, include=(),
@@ -237,35 +56,6 @@ def _certificate(sigma, result: GreedyResult, objective: str, budget, include=()
                           "is (1 - 1/e)/2 (Krause & Guestrin 2005); no data-dependent bound "
                           "is computed for budgets"}
     return mi_oracle_gap(sigma, result.indices, include=include, exclude=exclude)
-
-
-def _frontier_choice(choice):
-    """``choice`` replaced by the frontier-corrected Gaussian (its ranking kept as
-    fallbacks), for a model the frontier shift moved."""
-    from ..prediction.completion import MethodChoice
-
-    if choice.method == "gaussian" and choice.split == "frontier":
-        return choice
-    fallbacks = tuple(dict.fromkeys(m for m in (choice.method, *choice.fallbacks)
-                                    if m != "gaussian"))
-    return MethodChoice("gaussian", fallbacks, choice.medape, choice.coverage, choice.cells,
-                        "frontier")
-
-
-def _take_rows(pred: Prediction, rows) -> Prediction:
-    """The prediction of the given models only."""
-    rows = list(rows)
-    return Prediction(
-        models=[pred.models[r] for r in rows], items=pred.items, mean=pred.mean[rows],
-        std=pred.std[rows], low=pred.low[rows], high=pred.high[rows],
-        observed=pred.observed[rows], level=pred.level, method=pred.method,
-        extrapolation=[pred.extrapolation[r] for r in rows],
-        calibration=[pred.calibration[r] for r in rows] if pred.calibration else [])
-
-
-def _gap(value: float, lo: float, hi: float) -> float:
-    """Distance from ``value`` to the interval ``[lo, hi]`` (0 inside)."""
-    return max(lo - value, value - hi, 0.0)
 
 
 #: Accepted values of ``GaussianModel(calibration=...)``.
@@ -351,6 +141,9 @@ class GaussianModel:
     item_max_, item_min_ : ndarray
         Best and worst score of any training model on each item (original
         units).
+    range_ : TrainingRange
+        Where the training models' raw scores lie, which judges
+        :meth:`extrapolation` (:mod:`benchsel.gaussian.extrapolation`).
     bounds_ : ndarray of shape (2, N)
         Lower (row 0) and upper (row 1) score bound of each item, ``-inf`` /
         ``inf`` where unbounded; ``low, high = model.bounds_``.
@@ -474,13 +267,8 @@ class GaussianModel:
         self.standardizer_ = std
         self.transform_ = transform
         self.mean_ = transform.inverse(std.inverse(self.estimate_.mean))
-        # Extrapolation is judged on the raw scores: a transform may clip
-        # everything above the training maximum onto it.
-        self._raw_standardizer = Standardizer.fit(scores.values)
-        self._z_raw = self._raw_standardizer.transform(scores.values)
-        self.item_max_ = np.nanmax(scores.values, axis=0)
-        self.item_min_ = np.nanmin(scores.values, axis=0)
-        self._item_scale = column_scale(scores.values)
+        self.range_ = TrainingRange.fit(scores.values, items, self.bounds_)
+        self.item_max_, self.item_min_ = self.range_.item_max, self.range_.item_min
         return self
 
     @property
@@ -801,65 +589,8 @@ class GaussianModel:
         if method == "gaussian":
             return gaussian
         if method == "auto":
-            return self._predict_auto(models, x, gaussian)
-        return self._predict_by_completion(models, x, gaussian, method)
-
-    def _predict_auto(self, models, x, gaussian: Prediction) -> Prediction:
-        """Per pattern of observed items and regime: the method that wins a CV on the
-        training models (random held-out models for a new model inside their
-        strength range, the strength splits for one beyond it)."""
-        from ..prediction.completion import (
-            CompletionCache,
-            MethodChoice,
-            choose_for_new_models,
-        )
-
-        train = self.scores_.values
-        reference = self._raw_standardizer.transform(train)
-        given = ~np.isnan(x)
-        # A model at the frontier of the sources, where the calibrator measured how far
-        # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
-        # no other method has a frontier correction (issue 28; docs/reproduction.md).
-        shifted = [bool(c.get("frontier_shift")) for c in gaussian.calibration or []] \
-            or [False] * len(models)
-        # Groups of rows predicted alike: same pattern, same method.
-        groups, parts, choices = [], {}, [None] * len(models)
-        patterns, inverse = unique_rows(given)
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse == g)
-            z = self._raw_standardizer.transform(x[rows])
-            outside = regime_excess(reference[:, pattern], z[:, pattern]) > 0
-            cache = CompletionCache()  # one pattern's completions, shared by all its steps
-            if pattern.any():
-                picked = choose_for_new_models(train, pattern, outside, cache=cache,
-                                               memo=self.auto_memo)
-            else:  # nothing to choose by: column means (complete_new_rows)
-                picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
-            picked = [_frontier_choice(c) if shifted[r] else c for r, c in zip(rows, picked)]
-            for r, choice in zip(rows, picked):
-                choices[r] = choice.to_dict()
-            for method in dict.fromkeys(c.method for c in picked):
-                members = rows[[c.method == method for c in picked]]
-                part = _take_rows(gaussian, members)
-                if method != "gaussian":
-                    part = self._predict_by_completion(
-                        [models[r] for r in members], x[members], part, method, cache)
-                parts[len(groups)] = part
-                groups.append(members)
-        group_of = np.empty(len(models), dtype=int)
-        for g, members in enumerate(groups):
-            group_of[members] = g
-        pick = [(group_of[r], int(np.sum(group_of[:r] == group_of[r]))) for r in range(len(models))]
-
-        def stack(name):
-            return np.stack([getattr(parts[g], name)[i] for g, i in pick])
-
-        return Prediction(
-            models=list(models), items=list(self.items_), mean=stack("mean"),
-            std=stack("std"), low=stack("low"), high=stack("high"),
-            observed=stack("observed"), level=gaussian.level, method="auto",
-            extrapolation=gaussian.extrapolation,
-            calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
+            return predict_auto(self, models, x, gaussian)
+        return predict_by_completion(self, models, x, gaussian, method)
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""
@@ -901,39 +632,9 @@ class GaussianModel:
         """Per new row (standardized, NaN = not given): its regime and multiplier."""
         if self.calibration != "none":
             self._calibrator_for_predict()
-        return self._per_pattern(
-            self._z, z, lambda pattern: self._calibrator.calibration(pattern, level),
+        return calibration_records(
+            self, self._z, z, lambda pattern: self._calibrator.calibration(pattern, level),
             unknown=lambda: unknown_calibration(self.scores_.values, level))
-
-    def _per_pattern(self, reference: np.ndarray, rows_z: np.ndarray, calibrate,
-                     unknown=None) -> list[dict]:
-        """Each row's calibration record: ``calibrate(pattern)`` once per pattern of given
-        items, the regime judged against ``reference`` (standardized, like ``rows_z``).
-        A row with nothing given gets ``unknown()`` (a :class:`Calibration`; none without)."""
-        none = {"method": "none", "regime": None, "multiplier": 1.0}
-        out = [dict(none) for _ in range(rows_z.shape[0])]
-        if self.calibration == "none":
-            return out
-        patterns, inverse = unique_rows(~np.isnan(rows_z))
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse == g)
-            if not pattern.any():
-                cal = unknown() if unknown is not None else None
-                if cal is not None and cal.calibrated:
-                    for r in rows:
-                        out[r] = {"method": "conformal", "regime": "unknown",
-                                  "multiplier": float(cal.inside), "cells": cal.n_inside}
-                continue
-            cal = calibrate(pattern)
-            if not cal.calibrated:
-                continue
-            excess = regime_excess(reference[:, pattern],
-                                  rows_z[np.ix_(rows, np.flatnonzero(pattern))])
-            for r, e in zip(rows, excess):
-                out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
-                          "multiplier": float(cal.factor(e)),
-                          "cells": cal.n_outside if e > 0 else cal.n_inside}
-        return out
 
     def _noise(self, observed_std, x: np.ndarray, method: str) -> np.ndarray | None:
         """Measurement variances in standardized units, or None when every score is exact."""
@@ -950,61 +651,6 @@ class GaussianModel:
             raise ValueError("observed_std must be finite and non-negative where scores are "
                              "observed")
         return (sd / self.standardizer_.scale) ** 2
-
-    def _predict_by_completion(self, models, x, gaussian: Prediction, method,
-                               cache=None) -> Prediction:
-        from ..prediction.completion import Completion, complete_new_rows
-
-        res = complete_new_rows(self.scores_.values, x, method, cache=cache)
-        calibration = self._calibrate_completion(x, method, gaussian.level, cache)
-        factor = np.array([c["multiplier"] for c in calibration])
-        own_std = res.std
-        res = Completion(res.mean, res.std * factor[:, None])
-        missed = np.isnan(res.mean) | np.isnan(res.std)
-        if missed.any():
-            warnings.warn(
-                f"{method} could not predict {int(missed.sum())} cell(s); they fall back to the "
-                "Gaussian conditional",
-                DataWarning,
-                stacklevel=3,
-            )
-        pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
-        observed = ~np.isnan(x)
-        mean, low, high = truncated_interval(res.mean, res.std, observed, *self.bounds_,
-                                             gaussian.level, center_std=own_std)
-        mean, low, high = (pick(mean, gaussian.mean), pick(low, gaussian.low),
-                           pick(high, gaussian.high))
-        return Prediction(
-            extrapolation=gaussian.extrapolation,
-            models=models,
-            items=list(self.items_),
-            mean=mean,
-            std=pick(res.std, gaussian.std),
-            low=low,
-            high=high,
-            observed=observed,
-            level=gaussian.level,
-            method=method,
-            calibration=calibration,
-        )
-
-    def _calibrate_completion(self, x: np.ndarray, method: str, level: float,
-                              cache=None) -> list[dict]:
-        """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
-        ``cache``: completions already made of the training matrix (``auto``'s)."""
-        from ..calibration import fit_calibration
-        from ..prediction.completion import completion_residuals
-
-        train = self.scores_.values
-
-        def calibrate(pattern):
-            residuals = self.auto_memo.residuals(method, pattern, lambda: completion_residuals(
-                train, method, given=pattern, cache=cache))
-            return fit_calibration(*residuals, level=level)
-
-        return self._per_pattern(
-            self._raw_standardizer.transform(train), self._raw_standardizer.transform(x),
-            calibrate, unknown=lambda: unknown_calibration(train, level))
 
     def benchmarks_needed(self, explained: float = 0.9, *, objective: str = "mi",
                           keep_aggregates: bool = False) -> int:
@@ -1050,7 +696,7 @@ class GaussianModel:
                                         memo=self.auto_memo)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":
-                self._calibrate_completion(x, method, 0.9, cache)
+                calibrate_completion(self, x, method, 0.9, cache)
 
     @property
     def auto_memo(self):
@@ -1115,7 +761,7 @@ class GaussianModel:
                 )
         else:
             x = self._rows(observed)[1]
-        return [self._extrapolation_row(row) for row in x]
+        return [self.range_.report(row) for row in x]
 
     def rescaled(self, observed) -> tuple[ScoreMatrix, list[tuple]]:
         """``observed`` with scores given on the other scale of their column put on its own.
@@ -1129,87 +775,9 @@ class GaussianModel:
         """
         self._check_fitted()
         models, x = self._rows(observed)
-        notes = []
-        for i in range(len(models)):
-            for j in self._scale_mismatch(x[i])[0]:
-                v, scale = x[i, j], self._item_scale[j]
-                if scale == "fraction" and v > 1:
-                    new = v / 100
-                elif scale == "percent" and 0 <= v <= 1 and self.item_max_[j] > 10:
-                    new = v * 100  # not on a 1-10 scale (MT-Bench), where x100 means nothing
-                else:
-                    continue  # outside the range, but not a scale slip
-                notes.append((models[i], self.items_[j], float(v), float(new)))
-                x[i, j] = new
+        notes = self.range_.rescale(models, x)
         given = np.flatnonzero(~np.isnan(x).all(axis=0))
         return ScoreMatrix(x[:, given], models, [self.items_[j] for j in given]), notes
-
-    def _scale_mismatch(self, raw: np.ndarray) -> tuple[list[int], list[str]]:
-        """Observed columns of ``raw`` whose score is on another scale, and why."""
-        low, high = self.bounds_
-        cols, reasons = [], []
-        for j in np.flatnonzero(~np.isnan(raw)):
-            v, scale = raw[j], self._item_scale[j]
-            lo, hi = self.item_min_[j], self.item_max_[j]
-            span = f"training range {lo:.4g}-{hi:.4g}"
-            if scale == "percent" and 0 <= v <= 1 < lo:
-                # MT-Bench's 1-10 is "percent" to the bounds rule; do not call it that.
-                unit = "the column is in percent" if hi > 10 else "every training score is above 1"
-                why = f"looks like a fraction but {unit}"
-            elif scale == "fraction" and v > 1 and _gap(v / 100, lo, hi) < _gap(v, lo, hi):
-                why = "looks like a percent but the column is in fractions"
-            elif not low[j] <= v <= high[j]:
-                why = f"lies outside the score range [{low[j]:g}, {high[j]:g}]"
-            else:
-                continue
-            cols.append(int(j))
-            reasons.append(f"{self.items_[j]} = {v:.4g} {why} ({span})")
-        if len(reasons) > 3:
-            reasons = reasons[:3] + [f"... and {len(reasons) - 3} more"]
-        return cols, reasons
-
-    def _extrapolation_row(self, raw: np.ndarray) -> dict:
-        out = {
-            "flag": False, "direction": None, "reasons": [], "strength": None,
-            "strength_percentile": None, "items_above_training_max": 0,
-            "items_below_training_min": 0, "scale_mismatch": [],
-        }
-        mismatch, scale_reasons = self._scale_mismatch(raw)
-        if mismatch:
-            out["scale_mismatch"] = [self.items_[j] for j in mismatch]
-            out["reasons"].append("scores on another scale: " + "; ".join(scale_reasons))
-        seen = ~np.isnan(raw)
-        if seen.any():
-            row = self._raw_standardizer.transform(raw[None, :])[0]
-            strength = float(row[seen].mean())
-            above = [self.items_[j] for j in np.flatnonzero(seen & (raw > self.item_max_))]
-            below = [self.items_[j] for j in np.flatnonzero(seen & (raw < self.item_min_))]
-            # Training models' strength on the same items (those they have).
-            sub = self._z_raw[:, seen]
-            has = ~np.isnan(sub).all(axis=1)
-            ref = np.nanmean(sub[has], axis=1)
-            stronger, weaker = strength > ref.max(), strength < ref.min()
-            for hit, text in (
-                (stronger, "stronger than every model fitted on"),
-                (above, f"above the best training score on {len(above)} benchmark(s): "
-                        f"{_short_list(above, limit=5)}"),
-                (weaker, "weaker than every model fitted on"),
-                (below, f"below the worst training score on {len(below)} benchmark(s): "
-                        f"{_short_list(below, limit=5)}"),
-            ):
-                if hit:
-                    out["reasons"].append(text)
-            up, down = stronger or bool(above), weaker or bool(below)
-            out.update(
-                direction="mixed" if up and down else "stronger" if up else
-                "weaker" if down else None,
-                strength=strength,
-                strength_percentile=float(100 * np.mean(ref < strength)),
-                items_above_training_max=len(above),
-                items_below_training_min=len(below),
-            )
-        out["flag"] = bool(out["reasons"])
-        return out
 
     def conditional_covariance(self, observed_items: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """Joint covariance of the other items given ``observed_items`` (eq. 7).

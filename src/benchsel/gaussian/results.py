@@ -1,0 +1,207 @@
+"""What a fitted Gaussian model returns: the items to run and the predictions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Prediction", "Selection", "take_rows"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Items chosen to run, in order, with the bookkeeping of the greedy run.
+
+    Attributes
+    ----------
+    items : list of str
+        Selected item names in selection order.
+    indices : ndarray of int
+        Their columns in the fitted matrix.
+    gains, residual_variance
+        As in :class:`~benchsel.selection.greedy.GreedyResult`.
+    objective, covariance, strategy : str
+    cost : float or None
+    stopped_by : str
+        ``"k"``, ``"budget"``, ``"target_residual"``, ``"no positive gain"`` or
+        ``"exhausted"``.
+    certificate : dict or None
+        What is proved about the selection's quality: for entropy, the share
+        of the optimum of its size it provably reaches
+        (:func:`~benchsel.selection.greedy.entropy_certificate`); for MI,
+        why no such bound holds and the exhaustive oracle's value where
+        affordable (:func:`~benchsel.selection.greedy.mi_oracle_gap`).
+    aggregates : dict
+        Columns left out of the choice as aggregates of the others
+        (:func:`benchsel.aggregates.aggregate_columns`), each with the reason.
+    """
+
+    items: list[str]
+    indices: np.ndarray
+    gains: np.ndarray
+    residual_variance: np.ndarray
+    objective: str
+    covariance: str
+    strategy: str
+    cost: float | None
+    stopped_by: str
+    certificate: dict | None = None
+    aggregates: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = {
+            "selected": list(self.items),
+            "gains": [float(g) for g in self.gains],
+            "residual_variance": [float(r) for r in self.residual_variance],
+            "objective": self.objective,
+            "covariance": self.covariance,
+            "strategy": self.strategy,
+            "stopped_by": self.stopped_by,
+            "certificate": self.certificate,
+            "aggregates_left_out": dict(self.aggregates),
+        }
+        if self.cost is not None:
+            out["cost"] = float(self.cost)
+        return out
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted scores of new models on the items they were not run on.
+
+    All arrays have shape (R, N) over the fitted items; entries for observed
+    cells hold the observed value with ``std = 0``.
+
+    Attributes
+    ----------
+    models : list of str
+    items : list of str
+    mean, std, low, high : ndarray
+        Conditional mean, standard deviation and the central interval at
+        ``level``, in the items' original units. On predicted cells
+        ``mean``, ``low`` and ``high`` lie within the item's score bounds
+        (:attr:`GaussianModel.bounds_`): they are the median and central
+        interval of the prediction's normal distribution truncated to the
+        bounds (:func:`~benchsel.bounds.truncated_interval`; under a
+        transform, its ends mapped back and clipped). ``std`` is the normal
+        one, so near a bound the interval is narrower than ``mean +- z *
+        std`` and not centred on the mean, but never of zero width.
+        Observed cells are never changed.
+    observed : ndarray of bool
+        Which cells were given (and so not predicted).
+    level : float
+    method : str
+    extrapolation : list of dict
+        Per model, whether the prediction is an extrapolation (see
+        :meth:`GaussianModel.extrapolation`): ``flag``, ``direction``,
+        ``reasons``, ``strength``, ``strength_percentile``,
+        ``items_above_training_max``, ``items_below_training_min`` and
+        ``scale_mismatch``. Predictions for flagged models are
+        extrapolations: in the extrapolation protocol on MTEB and MERGED
+        the Gaussian's own 90% intervals covered 77%; calibrated ones (see
+        ``calibration``) use the wider multiplier of models outside the
+        training range.
+    calibration : list of dict
+        Per model, how its intervals were calibrated: ``method``
+        (``conformal`` or ``none``), ``regime`` (``inside`` or ``outside``
+        the training models' range on the observed items: outside when the
+        model's strength lies beyond theirs or any observed score beyond
+        every training score on its item, as :attr:`extrapolation` flags;
+        see :func:`~benchsel.calibration.regime_excess`),
+        ``multiplier`` (applied to the method's own standard deviation) and
+        ``cells`` (held-out cells behind it).
+    choices : list of dict
+        With ``method="auto"``, per model, the method that won the
+        cross-validation on the training models for its observed items
+        (:meth:`benchsel.prediction.MethodChoice.to_dict`).
+    item_kind : str
+        What the items are: ``benchmark`` or, for a question-level plan's
+        prediction, ``task`` (the index name of :meth:`to_frame`).
+    """
+
+    models: list[str]
+    items: list[str]
+    mean: np.ndarray
+    std: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    observed: np.ndarray
+    level: float
+    method: str = "gaussian"
+    extrapolation: list = field(default_factory=list)
+    calibration: list = field(default_factory=list)
+    choices: list = field(default_factory=list)
+    item_kind: str = "benchmark"
+
+    def to_frame(self):
+        """Every cell as a :class:`pandas.DataFrame`.
+
+        Columns ``mean, std, low, high, observed`` (an observed cell holds the
+        given score with std 0); index the items (named :attr:`item_kind`),
+        or ``(model, item)`` when several models were predicted.
+        """
+        import pandas as pd
+
+        rows, index = [], []
+        for i, model in enumerate(self.models):
+            for j, item in enumerate(self.items):
+                rows.append((float(self.mean[i, j]), float(self.std[i, j]),
+                             float(self.low[i, j]), float(self.high[i, j]),
+                             bool(self.observed[i, j])))
+                index.append((model, item))
+        columns = ["mean", "std", "low", "high", "observed"]
+        if len(self.models) == 1:
+            idx = pd.Index([item for _, item in index], name=self.item_kind)
+        else:
+            idx = pd.MultiIndex.from_tuples(index, names=["model", self.item_kind])
+        return pd.DataFrame(rows, index=idx, columns=columns)
+
+    def records(self, row: int = 0, *, include_observed: bool = False) -> list[dict]:
+        """One dict per predicted (unobserved) item of model ``row``.
+
+        With ``include_observed`` every item is listed, each with
+        ``"observed"``: true for a given score (``std`` 0).
+        """
+        cells = np.arange(len(self.items)) if include_observed else \
+            np.flatnonzero(~self.observed[row])
+        out = []
+        for j in cells:
+            record = {
+                "benchmark": self.items[j],
+                "mean": float(self.mean[row, j]),
+                "std": float(self.std[row, j]),
+                "low": float(self.low[row, j]),
+                "high": float(self.high[row, j]),
+            }
+            if include_observed:
+                record["observed"] = bool(self.observed[row, j])
+            out.append(record)
+        return out
+
+    def to_dict(self, *, include_observed: bool = False) -> dict:
+        """JSON-ready: one model's ``predictions``, or ``models`` for several (see records)."""
+        out: dict = {"method": self.method, "level": self.level}
+        entries = [
+            {"model": name, "extrapolation": self.extrapolation[i],
+             **({"calibration": self.calibration[i]} if self.calibration else {}),
+             **({"choice": self.choices[i]} if self.choices else {}),
+             "predictions": self.records(i, include_observed=include_observed)}
+            for i, name in enumerate(self.models)
+        ]
+        if len(entries) == 1:
+            out.update(entries[0])
+        else:
+            out["models"] = entries
+        return out
+
+
+def take_rows(pred: Prediction, rows) -> Prediction:
+    """The prediction of the given models only."""
+    rows = list(rows)
+    return Prediction(
+        models=[pred.models[r] for r in rows], items=pred.items, mean=pred.mean[rows],
+        std=pred.std[rows], low=pred.low[rows], high=pred.high[rows],
+        observed=pred.observed[rows], level=pred.level, method=pred.method,
+        extrapolation=[pred.extrapolation[r] for r in rows],
+        calibration=[pred.calibration[r] for r in rows] if pred.calibration else [])

@@ -1,0 +1,182 @@
+"""Which method predicts a new model, and how its intervals are calibrated.
+
+:meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
+always computes the Gaussian conditional first (its extrapolation report and
+calibration records are every method's); these functions route the rows on
+from there: ``auto`` picks a method per pattern of given items and regime
+(:func:`predict_auto`), any other completion method completes the rows with
+the training matrix (:func:`predict_by_completion`), each with its own
+conformal calibration (:func:`calibrate_completion`,
+:func:`calibration_records`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._patterns import unique_rows
+from ..bounds import truncated_interval
+from ..calibration import regime_excess, unknown_calibration
+from ..matrix import DataWarning
+from .results import Prediction, take_rows
+
+__all__ = ["calibrate_completion", "calibration_records", "frontier_choice", "predict_auto",
+           "predict_by_completion"]
+
+
+def frontier_choice(choice):
+    """``choice`` replaced by the frontier-corrected Gaussian (its ranking kept as
+    fallbacks), for a model the frontier shift moved."""
+    from ..prediction.completion import MethodChoice
+
+    if choice.method == "gaussian" and choice.split == "frontier":
+        return choice
+    fallbacks = tuple(dict.fromkeys(m for m in (choice.method, *choice.fallbacks)
+                                    if m != "gaussian"))
+    return MethodChoice("gaussian", fallbacks, choice.medape, choice.coverage, choice.cells,
+                        "frontier")
+
+def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
+    """Per pattern of observed items and regime: the method that wins a CV on the
+    training models (random held-out models for a new model inside their
+    strength range, the strength splits for one beyond it)."""
+    from ..prediction.completion import (
+        CompletionCache,
+        MethodChoice,
+        choose_for_new_models,
+    )
+
+    train = model.scores_.values
+    reference = model.range_.standardizer.transform(train)
+    given = ~np.isnan(x)
+    # A model at the frontier of the sources, where the calibrator measured how far
+    # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
+    # no other method has a frontier correction (issue 28; docs/reproduction.md).
+    shifted = [bool(c.get("frontier_shift")) for c in gaussian.calibration or []] \
+        or [False] * len(models)
+    # Groups of rows predicted alike: same pattern, same method.
+    groups, parts, choices = [], {}, [None] * len(models)
+    patterns, inverse = unique_rows(given)
+    for g, pattern in enumerate(patterns):
+        rows = np.flatnonzero(inverse == g)
+        z = model.range_.standardizer.transform(x[rows])
+        outside = regime_excess(reference[:, pattern], z[:, pattern]) > 0
+        cache = CompletionCache()  # one pattern's completions, shared by all its steps
+        if pattern.any():
+            picked = choose_for_new_models(train, pattern, outside, cache=cache,
+                                           memo=model.auto_memo)
+        else:  # nothing to choose by: column means (complete_new_rows)
+            picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
+        picked = [frontier_choice(c) if shifted[r] else c for r, c in zip(rows, picked)]
+        for r, choice in zip(rows, picked):
+            choices[r] = choice.to_dict()
+        for method in dict.fromkeys(c.method for c in picked):
+            members = rows[[c.method == method for c in picked]]
+            part = take_rows(gaussian, members)
+            if method != "gaussian":
+                part = predict_by_completion(model, [models[r] for r in members], x[members],
+                                             part, method, cache)
+            parts[len(groups)] = part
+            groups.append(members)
+    group_of = np.empty(len(models), dtype=int)
+    for g, members in enumerate(groups):
+        group_of[members] = g
+    pick = [(group_of[r], int(np.sum(group_of[:r] == group_of[r]))) for r in range(len(models))]
+
+    def stack(name):
+        return np.stack([getattr(parts[g], name)[i] for g, i in pick])
+
+    return Prediction(
+        models=list(models), items=list(model.items_), mean=stack("mean"),
+        std=stack("std"), low=stack("low"), high=stack("high"),
+        observed=stack("observed"), level=gaussian.level, method="auto",
+        extrapolation=gaussian.extrapolation,
+        calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
+
+def calibration_records(model, reference: np.ndarray, rows_z: np.ndarray, calibrate,
+                        unknown=None) -> list[dict]:
+    """Each row's calibration record: ``calibrate(pattern)`` once per pattern of given
+    items, the regime judged against ``reference`` (standardized, like ``rows_z``).
+    A row with nothing given gets ``unknown()`` (a :class:`Calibration`; none without)."""
+    none = {"method": "none", "regime": None, "multiplier": 1.0}
+    out = [dict(none) for _ in range(rows_z.shape[0])]
+    if model.calibration == "none":
+        return out
+    patterns, inverse = unique_rows(~np.isnan(rows_z))
+    for g, pattern in enumerate(patterns):
+        rows = np.flatnonzero(inverse == g)
+        if not pattern.any():
+            cal = unknown() if unknown is not None else None
+            if cal is not None and cal.calibrated:
+                for r in rows:
+                    out[r] = {"method": "conformal", "regime": "unknown",
+                              "multiplier": float(cal.inside), "cells": cal.n_inside}
+            continue
+        cal = calibrate(pattern)
+        if not cal.calibrated:
+            continue
+        excess = regime_excess(reference[:, pattern],
+                              rows_z[np.ix_(rows, np.flatnonzero(pattern))])
+        for r, e in zip(rows, excess):
+            out[r] = {"method": "conformal", "regime": "outside" if e > 0 else "inside",
+                      "multiplier": float(cal.factor(e)),
+                      "cells": cal.n_outside if e > 0 else cal.n_inside}
+    return out
+
+def predict_by_completion(model, models, x, gaussian: Prediction, method,
+                          cache=None) -> Prediction:
+    from ..prediction.completion import Completion, complete_new_rows
+
+    res = complete_new_rows(model.scores_.values, x, method, cache=cache)
+    calibration = calibrate_completion(model, x, method, gaussian.level, cache)
+    factor = np.array([c["multiplier"] for c in calibration])
+    own_std = res.std
+    res = Completion(res.mean, res.std * factor[:, None])
+    missed = np.isnan(res.mean) | np.isnan(res.std)
+    if missed.any():
+        warnings.warn(
+            f"{method} could not predict {int(missed.sum())} cell(s); they fall back to the "
+            "Gaussian conditional",
+            DataWarning,
+            stacklevel=3,
+        )
+    pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
+    observed = ~np.isnan(x)
+    mean, low, high = truncated_interval(res.mean, res.std, observed, *model.bounds_,
+                                         gaussian.level, center_std=own_std)
+    mean, low, high = (pick(mean, gaussian.mean), pick(low, gaussian.low),
+                       pick(high, gaussian.high))
+    return Prediction(
+        extrapolation=gaussian.extrapolation,
+        models=models,
+        items=list(model.items_),
+        mean=mean,
+        std=pick(res.std, gaussian.std),
+        low=low,
+        high=high,
+        observed=observed,
+        level=gaussian.level,
+        method=method,
+        calibration=calibration,
+    )
+
+def calibrate_completion(model, x: np.ndarray, method: str, level: float,
+                         cache=None) -> list[dict]:
+    """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
+    ``cache``: completions already made of the training matrix (``auto``'s)."""
+    from ..calibration import fit_calibration
+    from ..prediction.completion import completion_residuals
+
+    train = model.scores_.values
+
+    def calibrate(pattern):
+        residuals = model.auto_memo.residuals(method, pattern, lambda: completion_residuals(
+            train, method, given=pattern, cache=cache))
+        return fit_calibration(*residuals, level=level)
+
+    raw = model.range_.standardizer
+    return calibration_records(
+        model, raw.transform(train), raw.transform(x), calibrate,
+        unknown=lambda: unknown_calibration(train, level))
