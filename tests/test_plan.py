@@ -17,6 +17,7 @@ from benchsel.plan import (
     plan_questions,
 )
 from benchsel.plan._format import decode_array, encode_array
+from benchsel.plan.prediction import task_estimates
 
 QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))
 
@@ -229,7 +230,7 @@ def test_mixed_plan_feeds_task_estimates_into_the_leaderboard_model(tmp_path):
                                  for t, source_full in (("gsm", gsm), ("math", math))}
                for i in range(60, 83)}
     pred = plan.predict_mixed(None, answers)
-    alone = plan._task_estimates(answers, 0.9)
+    alone = task_estimates(plan, answers, 0.9)
     j = pred.items.index("other")
     err = np.abs(pred.mean[:, j] - other[60:])
     assert np.all(pred.std[:, j] > 0) and np.median(err) < 0.05

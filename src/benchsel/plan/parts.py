@@ -1,0 +1,312 @@
+"""The two parts a plan is made of, as saved: a benchmark part and a task part.
+
+:class:`BenchmarkPlan` holds a leaderboard's selection and the options of the
+Gaussian model that predicts the rest; :class:`TaskPlan` one lm-eval task's
+planned questions and its question-level method. Each writes and reads its
+JSON and rebuilds its fitted predictor from the source scores it embeds,
+checked against the predictions it recorded when the plan was made.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..matrix import DataWarning, ScoreMatrix, _short_list
+from ._format import decode_array, encode_array, fingerprint
+
+__all__ = ["BenchmarkPlan", "TaskPlan"]
+
+_CHECK_ROWS = 20  # source models whose predictions a plan records to verify a rebuild
+_RTOL, _ATOL = 1e-6, 1e-9
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _matrix_to_json(scores: ScoreMatrix) -> dict:
+    return {
+        "models": list(scores.models),
+        "items": list(scores.items),
+        "values": encode_array(scores.values),
+        "fingerprint": fingerprint(scores.models, scores.items, scores.values),
+    }
+
+
+def _matrix_from_json(obj, where: str) -> ScoreMatrix:
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected an object with models, items and values")
+    values = decode_array(obj.get("values"), f"{where}.values")
+    models, items = obj.get("models"), obj.get("items")
+    if not isinstance(models, list) or not isinstance(items, list) or \
+            values.shape != (len(models), len(items)):
+        raise ValueError(f"{where}: {len(models or [])} models and {len(items or [])} items "
+                         f"do not match the values' shape {values.shape}")
+    if fingerprint(models, items, values) != obj.get("fingerprint"):
+        raise ValueError(f"{where}: the source matrix does not match its fingerprint; the "
+                         "plan file is damaged or was edited")
+    return ScoreMatrix(values, models, items)
+
+
+def _check_rebuild(what: str, recorded, rebuilt) -> None:
+    recorded = np.asarray(recorded, dtype=float)
+    rebuilt = np.asarray(rebuilt, dtype=float)
+    same = recorded.shape == rebuilt.shape and np.allclose(
+        recorded, rebuilt, rtol=_RTOL, atol=_ATOL, equal_nan=True)
+    if not same:
+        raise ValueError(
+            f"{what}: the predictor rebuilt from the plan does not reproduce the plan's "
+            f"recorded predictions (this benchsel is {_version()}); make the plan again "
+            "with this version"
+        )
+
+
+# ----------------------------------------------------------------- benchmarks
+@dataclass
+class BenchmarkPlan:
+    """Benchmark level: the selection and the Gaussian model's fit options.
+
+    Attributes
+    ----------
+    source : ScoreMatrix
+        The leaderboard the model was fitted on (as cleaned for the fit).
+    options : dict
+        ``GaussianModel`` parameters (``covariance``, ``transform``, ``bounds``).
+    selection : dict
+        :meth:`benchsel.gaussian.Selection.to_dict` of the selection.
+    check : ndarray
+        Predicted means of the first source models from the selected
+        benchmarks, recorded to verify the rebuilt model.
+    auto : dict or None
+        ``auto``'s decisions for a new model run on the selection
+        (:meth:`benchsel.prediction.memo.AutoMemo.to_json`): made when the
+        plan was, so that prediction only completes the new rows.
+    """
+
+    source: ScoreMatrix
+    options: dict
+    selection: dict
+    check: np.ndarray
+    auto: dict | None = None
+    _model: object = field(default=None, repr=False)
+
+    @property
+    def selected(self) -> list[str]:
+        return list(self.selection["selected"])
+
+    def model(self):
+        """The fitted :class:`~benchsel.gaussian.GaussianModel` (rebuilt once, verified)."""
+        if self._model is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)  # said once, when planning
+                model = _fit_gaussian(self.source, self.options)
+            _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
+            if self.auto is not None:
+                from ..prediction.memo import AutoMemo
+
+                model.auto_memo = AutoMemo.from_json(self.auto, model.items_, "benchmarks.auto")
+            self._model = model
+        return self._model
+
+    def to_json(self) -> dict:
+        out = {"source": _matrix_to_json(self.source), "options": self.options,
+               "selection": self.selection, "check": encode_array(self.check)}
+        if self.auto is not None:
+            out["auto"] = self.auto
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict, where: str) -> BenchmarkPlan:
+        try:
+            part = cls(source=_matrix_from_json(obj["source"], f"{where}.source"),
+                       options=dict(obj["options"]), selection=dict(obj["selection"]),
+                       check=decode_array(obj["check"], f"{where}.check"),
+                       auto=obj.get("auto"))
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"{where}: missing or malformed entry {err}") from None
+        unknown = [b for b in part.selected if b not in set(part.source.items)]
+        if unknown:
+            raise ValueError(f"{where}.selection.selected: {unknown[0]!r} is not a benchmark "
+                             f"of the plan's source ({_short_list(part.source.items)})")
+        if part.auto is not None:  # checked now, used when the model is rebuilt
+            from ..prediction.memo import AutoMemo
+
+            AutoMemo.from_json(part.auto, part.source.items, f"{where}.auto")
+        return part
+
+
+def _fit_gaussian(source: ScoreMatrix, options: dict):
+    from ..gaussian import GaussianModel
+
+    return GaussianModel(**options).fit(source)
+
+
+def _benchmark_check(model, selected: list[str]) -> np.ndarray:
+    rows = model.scores_.subset(models=np.arange(min(_CHECK_ROWS, model.scores_.n_models)))
+    keep = rows.item_indices(selected, "benchmark")
+    observed = rows.subset(items=keep)
+    with warnings.catch_warnings():
+        # Source models without the selected scores are part of the check.
+        warnings.filterwarnings("ignore", "'.*no observed score", DataWarning)
+        mean = model.predict(observed, method="gaussian").mean
+    return np.where(np.isnan(mean), 0.0, mean)
+
+
+def _gaussian_options(model) -> dict:
+    """The model's constructor parameters, checked to be plain JSON values."""
+    options = model.get_params()
+    for name, value in options.items():
+        if not _jsonable(value):
+            raise ValueError(
+                f"a plan records the model's options as JSON; {name}={value!r} is not a plain "
+                "JSON value (for bounds use text such as '0,100', '-inf,0' or 'none')")
+    return options
+
+
+def _jsonable(value) -> bool:
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    if isinstance(value, list | tuple):
+        return all(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
+    return False
+
+
+# ------------------------------------------------------------------ questions
+@dataclass
+class TaskPlan:
+    """Question level, one task: the questions to run and the method that predicts.
+
+    Attributes
+    ----------
+    task : str
+        lm-eval leaf task name.
+    metric, filter : str or None
+        The per-sample metric and filter the scores are of.
+    doc_ids : ndarray of int
+        Every question of the task (the source matrix's columns), ascending.
+    source : ScoreMatrix
+        Source models' complete per-question scores.
+    method : str
+        Registry name of the question-level method.
+    n : int
+        Questions to run.
+    seed : int
+        Seed of the method's random choices for this task.
+    selected : list of int
+        Doc ids to run, in the order the method takes their scores.
+    check : ndarray
+        The method's predictions for the first source models, recorded to
+        verify the rebuilt method.
+    """
+
+    task: str
+    metric: str | None
+    filter: str | None
+    doc_ids: np.ndarray
+    source: ScoreMatrix
+    method: str
+    n: int
+    seed: int
+    selected: list
+    check: np.ndarray
+    _fitted: object = field(default=None, repr=False)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Range of the task score: [0, 1] for per-sample scores in [0, 1], else none."""
+        v = self.source.values
+        return (0.0, 1.0) if v.min() >= 0 and v.max() <= 1 else (-np.inf, np.inf)
+
+    @property
+    def source_range(self) -> tuple[float, float]:
+        means = self.source.values.mean(axis=1)
+        return float(means.min()), float(means.max())
+
+    def fitted(self):
+        """The fitted question-level method (rebuilt once, verified)."""
+        if self._fitted is None:
+            method = _fit_method(self.method, self.source.values, self.n, self.seed,
+                                 calibrate=True)
+            chosen = [int(self.doc_ids[j]) for j in method.selected_]
+            if chosen != list(self.selected):
+                raise ValueError(
+                    f"task {self.task!r}: the method rebuilt from the plan chose other "
+                    f"questions than the plan records (this benchsel is {_version()}); "
+                    "make the plan again with this version"
+                )
+            _check_rebuild(f"task {self.task!r}", self.check, _task_check(method, self.source))
+            self._fitted = method
+        return self._fitted
+
+    def to_json(self) -> dict:
+        return {"metric": self.metric, "filter": self.filter,
+                "doc_ids": [int(d) for d in self.doc_ids], "source": _matrix_to_json(self.source),
+                "method": self.method, "n": self.n, "seed": self.seed,
+                "selected": [int(d) for d in self.selected], "check": encode_array(self.check)}
+
+    @classmethod
+    def from_json(cls, task: str, obj: dict, where: str) -> TaskPlan:
+        try:
+            part = cls(task=task, metric=obj["metric"], filter=obj["filter"],
+                       doc_ids=np.asarray(obj["doc_ids"], dtype=np.int64),
+                       source=_matrix_from_json(obj["source"], f"{where}.source"),
+                       method=str(obj["method"]), n=_whole(obj["n"], "n"),
+                       seed=_whole(obj["seed"], "seed"),
+                       selected=[int(d) for d in obj["selected"]],
+                       check=decode_array(obj["check"], f"{where}.check"))
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"{where}: missing or malformed entry {err}") from None
+        if part.source.n_items != len(part.doc_ids):
+            raise ValueError(f"{where}: {len(part.doc_ids)} doc ids for the source's "
+                             f"{part.source.n_items} questions")
+        if len(part.selected) != part.n:
+            raise ValueError(f"{where}.selected: {len(part.selected)} doc ids; n is {part.n}")
+        unknown = sorted(set(part.selected) - set(part.doc_ids.tolist()))
+        if unknown:
+            raise ValueError(f"{where}.selected: doc id {unknown[0]} is not one of the task's "
+                             f"doc ids ({_ids(part.doc_ids)})")
+        return part
+
+
+def _whole(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number; got {value!r}")
+    return value
+
+
+def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool = False):
+    """A fitted question-level method; ``seed`` is an int or a Generator.
+
+    With ``calibrate`` its error bars are calibrated on the source models
+    (:class:`~benchsel.coreset.calibrated.Calibrated`; the same questions and
+    means).
+    """
+    from ..coreset.calibrated import Calibrated
+    from ..coreset.methods import make_method
+
+    rng = np.random.default_rng(seed)
+    if calibrate:
+        return Calibrated(lambda: make_method(name)).fit(values, n, rng)
+    return make_method(name).fit(values, n, rng)
+
+
+def _task_check(method, source: ScoreMatrix) -> np.ndarray:
+    rows = source.values[:_CHECK_ROWS]
+    mean, sd = method.predict(rows[:, method.selected_])
+    return np.column_stack([mean, np.zeros_like(mean) if sd is None else sd])
+
+
+def _ids(doc_ids, limit: int = 10) -> str:
+    """Sorted doc ids for a message, the first ``limit`` of them."""
+    doc_ids = sorted(doc_ids)
+    more = f", ... ({len(doc_ids) - limit} more)" if len(doc_ids) > limit else ""
+    return ", ".join(str(d) for d in doc_ids[:limit]) + more
