@@ -1,0 +1,55 @@
+"""What the commands print: text tables, ``--json``, ``--format csv``, and
+``-o FILE`` written atomically."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from ..io import write_text_atomic
+from ._args import _inputs
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    def fmt(v) -> str:
+        if isinstance(v, float):
+            return "-" if np.isnan(v) else f"{v:.4g}"
+        return str(v)
+
+    cells = [[str(h) for h in headers]] + [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _emit(args, payload: dict, text: str) -> None:
+    # allow_nan=False: a NaN that slipped through is an error, never invalid JSON.
+    as_json = args.json or getattr(args, "format", None) == "json"
+    _emit_text(args, json.dumps(payload, indent=2, allow_nan=False) + "\n" if as_json
+               else text + "\n")
+
+
+def _emit_text(args, text: str) -> None:
+    if args.output:
+        write_text_atomic(args.output, text, protect=_inputs(args))
+    else:
+        sys.stdout.write(text)
+
+
+def _prediction_csv(pred) -> str:
+    """The filled-in leaderboard: one row per model, each item's value and its std."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["model", *[c for item in pred.items for c in (item, f"{item} std")]])
+    for i, name in enumerate(pred.models):
+        cells = []
+        for j in range(len(pred.items)):
+            cells += [repr(float(pred.mean[i, j])), repr(float(pred.std[i, j]))]
+        writer.writerow([name, *cells])
+    return buffer.getvalue()

@@ -1,0 +1,129 @@
+"""``benchsel evaluate``: selection and prediction replayed on held-out models."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR
+from ..progress import Progress
+from ._args import UsageError, _load, _names
+from ._render import _emit, _table
+from ._workers import _workers
+
+
+def cmd_evaluate(args) -> int:
+    from ..evaluation import (
+        cross_validate,
+        evaluate_completion,
+        extrapolate,
+        frontier,
+        oracle_subsets,
+    )
+
+    scores = _load(args)
+    args.folds_given = args.folds is not None
+    if args.folds is None:
+        args.folds = 10
+    objectives = tuple(_names(args.objectives))
+    common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
+                  seed=args.seed)
+    calibrate = args.calibration == "conformal"
+    if args.protocol in ("cv", "extrapolation", "frontier"):
+        common["transform"] = args.transform
+        common["scoring"] = args.scoring
+        common["calibrate"] = calibrate
+        common["predictor"] = args.predictor or DEFAULT_PREDICTOR
+    elif args.predictor not in (None, "gaussian"):
+        raise ValueError(f"--predictor is not supported by the {args.protocol} protocol")
+    elif args.transform != "none":
+        raise ValueError(f"--transform is not supported by the {args.protocol} protocol")
+    elif args.scoring != "default":
+        raise ValueError(f"--scoring is not supported by the {args.protocol} protocol")
+    if args.protocol != "cv" and args.splitter != "default":
+        raise UsageError(f"--splitter is not supported by the {args.protocol} protocol")
+    if args.protocol == "complete" and args.covariance != "auto":
+        raise ValueError(
+            "--covariance does not apply to the complete protocol: it compares the "
+            "'gaussian' (em-shrink) and 'gaussian-em' (paper) methods itself"
+        )
+    label = {"cv": "folds", "oracle": "subsets", "complete": "folds"}.get(args.protocol, "splits")
+    progress = Progress(label, enabled=False if args.quiet else None)
+    try:
+        if args.protocol == "cv":
+            with _workers(args) as fan_out:
+                result = cross_validate(scores, folds=args.folds, holdout=args.holdout,
+                                        splitter=args.splitter, progress=progress,
+                                        **fan_out, **common)
+        elif args.protocol == "extrapolation":
+            result = extrapolate(scores, **common)
+        elif args.protocol == "frontier":
+            result = frontier(scores, **common)
+        elif args.protocol == "complete":
+            methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
+            with _workers(args) as fan_out:
+                result = evaluate_completion(
+                    scores, methods=methods, hide=args.hide,
+                    folds=args.folds if args.folds_given else 3, seed=args.seed,
+                    progress=progress, calibrate=calibrate, **fan_out)
+        else:
+            result = oracle_subsets(
+                scores, folds=args.folds, holdout=args.holdout, max_subsets=args.max_subsets,
+                progress=progress, **common,
+            )
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    head = f"{scores.n_models} models x {scores.n_items} items, {result.seconds:.1f} s"
+    if args.protocol == "complete":
+        rows = [
+            [r.method, r.medape, r.median_ae, r.within3, r.within5, r.coverage,
+             r.interval_coverage, r.uncalibrated_coverage]
+            for r in result.rows
+        ]
+        text = (
+            f"complete: each model with >= {max(2, min(8, scores.n_items))} scores hides "
+            f"{100 * result.hide:g}% of them, "
+            f"{result.folds} folds, {head}; best (lowest MedAPE among methods predicting "
+            f">= 99% of cells): {result.default}\n"
+            + _table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
+                      "interval cov %", "uncalibrated %"], rows)
+        )
+        _emit(args, payload, text)
+        return 0
+    if args.protocol == "oracle":
+        rows = [
+            [r.k, r.subsets, r.r2_oracle, *r.r2_greedy.values(), ", ".join(r.best)]
+            for r in result.rows
+        ]
+        text = (
+            f"oracle: best subsets by exhaustive search over the same {result.folds} folds, "
+            f"{head}\n"
+            + _table(["k", "subsets", "r2_oracle", *[f"r2_{o}" for o in objectives], "best"],
+                     rows)
+        )
+        _emit(args, payload, text)
+        return 0
+    rows = [
+        [r.objective, r.k, r.r2_mean, r.r2_std, r.residual_variance, r.interval_coverage,
+         r.uncalibrated_coverage, r.stability]
+        for r in result.rows
+    ]
+    setup = {
+        "cv": f"{result.folds} folds, holdout {result.holdout:g}",
+        "extrapolation": "fit on the weakest 50% of models, predict the strongest 30%",
+        "frontier": "fit on every model but the strongest 10% (at least 5), predict those",
+    }[args.protocol]
+    if result.predictor != "gaussian":
+        setup += f", predictor {result.predictor}"
+        if result.predictor == "auto":
+            picked = Counter(m for obj in result.choices.values() for fold in obj
+                             for m in fold if m)
+            setup += " (chose " + ", ".join(f"{m} {n}x" for m, n in picked.most_common()) + ")"
+    text = (
+        f"{args.protocol}: {setup}, {head}\n"
+        + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
+                  "uncalibrated", "stability"], rows)
+    )
+    _emit(args, payload, text)
+    return 0

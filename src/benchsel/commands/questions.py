@@ -1,0 +1,98 @@
+"""``benchsel coreset`` and ``benchsel coreset-eval``: question-level selection
+and its evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..lmeval import write_samples
+from ..names import DEFAULT_CORESET_METHOD
+from ..progress import Progress
+from ..sources import question_items
+from ._args import _inputs, _load, _names
+from ._render import _emit, _table
+from ._workers import _workers
+
+
+def cmd_coreset(args) -> int:
+    from ..coreset.evaluate import resolve_n
+    from ..coreset.methods import make_method
+
+    with _workers(args):
+        scores = _load(args).cleaned()
+    if np.isnan(scores.values).any():
+        rows = np.flatnonzero(np.isnan(scores.values).any(axis=1))
+        raise ValueError(
+            f"{args.data}: question-level selection needs complete scores; model(s) "
+            f"{', '.join(scores.models[i] for i in rows[:10])} miss some questions")
+    n = resolve_n(args.n, scores.n_items)
+    method = make_method(args.method).fit(scores.values, n, np.random.default_rng(args.seed))
+    chosen = [int(j) for j in method.selected_]
+    names = [scores.items[j] for j in chosen]
+    payload = {"method": args.method if args.method != "default" else DEFAULT_CORESET_METHOD,
+               "n": n, "dataset": str(args.data), "indices": chosen, "selected": names}
+    if args.emit_lm_eval_samples:
+        task, path = args.emit_lm_eval_samples
+        task, named = question_items(scores, task, args.data)
+        docs = [int(named.items[j].rpartition("/")[2]) for j in chosen]
+        payload["lm_eval_samples"] = write_samples(path, {task: docs}, protect=_inputs(args))
+    text = (f"{len(chosen)} of {scores.n_items} questions by {payload['method']}:\n"
+            + ", ".join(names[:50]) + (" ..." if len(names) > 50 else ""))
+    _emit(args, payload, text)
+    return 0
+
+
+def _dated_split_args(args, scores):
+    """``--order`` keys aligned with the models and the ``--before`` cut (the dated split)."""
+    if args.split != "dated":
+        if args.order or args.before:
+            raise ValueError("--order and --before are for --split dated")
+        return None, None
+    if not (args.order and args.before):
+        raise ValueError("--split dated needs --order FILE (when each model came out) and "
+                         "--before DATE")
+    from ..io import _order_key, read_model_order
+
+    keys = read_model_order(args.order)
+    missing = [m for m in scores.models if m not in keys]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{args.order}: no date for {len(missing)} model(s) of {args.data}: "
+                         f"{shown}")
+    before = _order_key(args.before)
+    if before is None:
+        raise ValueError(f"--before {args.before!r}: expected a date (YYYY-MM-DD) or a number")
+    return np.array([keys[m] for m in scores.models]), before
+
+
+def cmd_coreset_eval(args) -> int:
+    from ..coreset.evaluate import evaluate_coresets
+
+    progress = Progress("trials", enabled=False if args.quiet else None)
+    try:
+        with _workers(args) as fan_out:
+            scores = _load(args).cleaned()
+            methods = None if args.methods == "all" else tuple(_names(args.methods))
+            order, before = _dated_split_args(args, scores)
+            result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
+                                       methods=methods, seed=args.seed, sources=args.sources,
+                                       progress=progress, order=order, before=before,
+                                       **fan_out)
+    finally:
+        progress.close()
+    payload = result.to_dict()
+    payload["dataset"] = str(args.data)
+    rows = [[r.method, r.gap, r.gap_std, r.egr, r.rmse, r.kendall, r.interval_coverage,
+             r.stability, r.similarity_corr, r.fit_seconds + r.predict_seconds]
+            for r in result.rows]
+    split = args.split + (f" ({args.sources} sources)" if args.sources else "")
+    if args.split == "dated":
+        split += f" (before {args.before}: {int((order < before).sum())} sources)"
+    text = (
+        f"{split}, n = {result.n}, {args.trials} trials, {scores.n_models} models x "
+        f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"
+        + _table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
+                  "phi", "sim-corr", "seconds"], rows)
+    )
+    _emit(args, payload, text)
+    return 0
