@@ -1,4 +1,4 @@
-"""Every number in docs/reproduction.md, from the bundled data.
+"""Every number in docs/experiments/reproduction.md, from the bundled data.
 
 Usage: python benchmarks/reproduce.py [--seeds 3] [--only folds]
 
