@@ -3,7 +3,7 @@
 The four HELM Lite per-question files (GSM8K, MATH, MMLU, OpenbookQA) share
 their 83 models in the same order. Each trial holds out a random quarter of
 the models, plans on the rest with ``benchsel.plan.plan_questions`` once with
-``total=BUDGET`` (allocated, docs/question-level.md) and once with
+``total=BUDGET`` (allocated, docs/experiments/question-level.md) and once with
 ``n=BUDGET/4`` per task, predicts each held-out model's four task scores from
 the planned questions, and scores the sum over tasks of squared errors (the
 quantity the allocation minimizes), the mean absolute error and the 90%

@@ -18,8 +18,8 @@ import time
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
-from benchsel import load_dataset
 from benchsel.evaluation.audit import audit
 
 BOARDS = ("mteb", "merged", "open_llm_v2", "bigcodebench", "wildbench", "helm_lite")
@@ -31,13 +31,14 @@ def main(argv=None) -> None:
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--thresholds", default="4,5,6")
     ap.add_argument("--seed", type=int, default=0)
+    add_data_dir(ap, LEADERBOARDS)
     args = ap.parse_args(argv)
     thresholds = [float(t) for t in args.thresholds.split(",")]
     warnings.simplefilter("ignore")
     print(f"{'board':14} {'cells':>6} {'threshold':>9} {'clean flags':>11} {'recall %':>9} "
           f"{'precision %':>11}  seconds/audit")
     for name in args.boards:
-        scores = load_dataset(name).cleaned()
+        scores = load_board(name, args.data_dir).cleaned()
         v = scores.values
         start = time.perf_counter()
         clean = audit(scores, threshold=1e-9)

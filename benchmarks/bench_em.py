@@ -1,6 +1,6 @@
 """EM covariance fit time on the bundled leaderboards.
 
-Usage: python benchmarks/bench_em.py [--repeat R]
+Usage: python benchmarks/bench_em.py [--repeat R] [--data-dir DIR] [DATASET ...]
 
 Prints, per dataset and estimator, the median wall time of the EM fit on
 the standardized matrix (floor 1e-3, tol 1e-5, max_iter 300): ``em`` is the
@@ -16,8 +16,8 @@ import time
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
-import benchsel
 from benchsel import ConvergenceWarning, Standardizer, em_covariance
 
 VARIANTS = {
@@ -31,6 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("datasets", nargs="*", default=["merged", "mteb"])
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
 
@@ -40,7 +41,7 @@ def main() -> None:
     print(f"{'dataset':10s} {'shape':>10s} {'observed':>9s} {'estimator':>11s} {'seconds':>8s} "
           f"{'iters':>6s} {'conv':>5s} {'ms/iter':>8s}")
     for name in args.datasets:
-        scores = benchsel.load_dataset(name)
+        scores = load_board(name, args.data_dir)
         z = Standardizer.fit(scores.values).transform(scores.values)
         m, n = scores.shape
         for label, options in VARIANTS.items():

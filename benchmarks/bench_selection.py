@@ -1,6 +1,6 @@
 """Greedy selection time: MI (downdate vs fresh refactorization) and entropy.
 
-Usage: python benchmarks/bench_selection.py
+Usage: python benchmarks/bench_selection.py [--data-dir DIR]
 
 Cases: the EM covariance of MERGED (N = 114) with k = 15, and a synthetic
 low-rank-plus-diagonal covariance with N = 2000 (10 factors, uniform noise
@@ -8,10 +8,12 @@ variances in [0.1, 1]) with k = 50. Prints the median time of 3 runs and
 checks that both MI schemes pick the same items.
 """
 
+import argparse
 import time
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
 import benchsel
 from benchsel import ConvergenceWarning, greedy_entropy, greedy_mi
@@ -27,8 +29,12 @@ def timed(fn, *args, repeat=3, **kwargs):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_dir(parser, LEADERBOARDS)
+    args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
-    merged = benchsel.GaussianModel().fit(benchsel.load_dataset("merged")).estimate_.covariance
+    merged = load_board("merged", args.data_dir)
+    merged = benchsel.GaussianModel().fit(merged).estimate_.covariance
     rng = np.random.default_rng(0)
     f = rng.normal(size=(2000, 10))
     synthetic = f @ f.T + np.diag(rng.uniform(0.1, 1.0, 2000))

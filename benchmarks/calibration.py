@@ -19,8 +19,9 @@ import time
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
-from benchsel.datasets import list_datasets, load_dataset
+from benchsel.datasets import list_datasets
 from benchsel.evaluation import cross_validate, evaluate_completion, extrapolate
 
 
@@ -38,9 +39,10 @@ def _gaussian_rows(result, k_top: int) -> tuple[str, str]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("boards", nargs="*", help="bundled leaderboards (default: all)")
+    ap.add_argument("boards", nargs="*", help="leaderboards by bundled name (default: all)")
     ap.add_argument("--jobs", type=int, default=1, help="cv folds in parallel")
     ap.add_argument("--seed", type=int, default=0)
+    add_data_dir(ap, LEADERBOARDS)
     args = ap.parse_args(argv)
     boards = args.boards or [d.name for d in list_datasets("leaderboard")]
     warnings.simplefilter("ignore")
@@ -48,7 +50,7 @@ def main(argv=None) -> None:
     print(f"{'board':14} {'protocol':14} {'mean k<=10':>15} {'k = 5':>15}  seconds")
     complete_lines = []
     for name in boards:
-        scores = load_dataset(name).cleaned()
+        scores = load_board(name, args.data_dir).cleaned()
         k_top = min(10, scores.n_items - 1)
         for protocol, run in (("cv", cross_validate), ("extrapolation", extrapolate)):
             if k_top < 1:

@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from pathlib import Path
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
-from benchsel import GaussianModel, load_dataset
+from benchsel import GaussianModel
 from benchsel.gaussian.compare import compare_models
 from benchsel.matrix import model_strength
 
 
-def run(name: str, split: str, pairs: int, k: int, seed: int) -> dict:
-    scores = load_dataset(name).cleaned()
+def run(name: str, split: str, pairs: int, k: int, seed: int,
+        data_dir: Path = LEADERBOARDS) -> dict:
+    scores = load_board(name, data_dir).cleaned()
     v = scores.values
     rng = np.random.default_rng(seed)
     if split == "interpolation":
@@ -76,13 +79,14 @@ def main(argv=None) -> None:
     ap.add_argument("--pairs", type=int, default=60)
     ap.add_argument("-k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    add_data_dir(ap, LEADERBOARDS)
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     print(f"{'board':14} {'split':14} {'cells':>6} {'cov90 %':>8} {'rho=0 %':>8} "
           f"{'median width':>12} {'P>.9|<.1':>9} {'right %':>8}")
     for name in args.boards:
         for split in ("interpolation", "extrapolation"):
-            r = run(name, split, args.pairs, args.k, args.seed)
+            r = run(name, split, args.pairs, args.k, args.seed, args.data_dir)
             print(f"{name:14} {split:14} {r['cells']:6d} {r['coverage']:8.1f} "
                   f"{r['coverage_rho0']:8.1f} {r['median_width']:12.4g} {r['confident']:9d} "
                   f"{r['confident_right']:8.1f}", flush=True)

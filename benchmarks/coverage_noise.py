@@ -1,7 +1,7 @@
 """How precisely one split can measure a 90% interval's coverage, board by board.
 
 Usage: python benchmarks/coverage_noise.py [--boards helm_lite,wildbench] [--k-max 5]
-                                           [--resamples 2000] [--json out.json]
+                                           [--resamples 2000] [--json out.json] [--data-dir DIR]
 
 The frontier and extrapolation protocols hold out one set of models: the
 strongest 10% (at least 5) or the strongest 30%. On a small board that is
@@ -35,10 +35,10 @@ import json
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 from scipy.special import ndtri
 from scipy.stats import binom
 
-import benchsel
 from benchsel import ConvergenceWarning, DataWarning, GaussianModel, ScoreMatrix
 from benchsel.datasets import list_datasets
 from benchsel.splits import frontier_split, strength_split
@@ -108,6 +108,7 @@ def main() -> None:
     parser.add_argument("--k-max", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json")
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", DataWarning)
@@ -119,7 +120,7 @@ def main() -> None:
     for board in args.boards.split(","):
         if board not in known:
             raise SystemExit(f"--boards: {board!r} is not a bundled leaderboard")
-        scores = benchsel.load_dataset(board)
+        scores = load_board(board, args.data_dir)
         k_max = min(args.k_max, len(scores.items) - 1)
         for protocol, make_split in SPLITS.items():
             split = make_split(scores.values)

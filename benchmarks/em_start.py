@@ -1,7 +1,7 @@
 """Where ``em-shrink`` (the default covariance on incomplete boards) starts, and how it shrinks.
 
 Usage: python benchmarks/em_start.py [--boards merged,mteb] [--variants shipped,project-first]
-                                     [--seed 0] [--k-max 10] [--json out.json]
+                                     [--seed 0] [--k-max 10] [--json out.json] [--data-dir DIR]
 
 For each variant of the default estimator and each bundled board with
 missing cells (a complete board takes the pairwise branch, where neither
@@ -34,6 +34,7 @@ import time
 import warnings
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
 import benchsel
 from benchsel import ConvergenceWarning
@@ -69,9 +70,9 @@ def use_variant(name: str) -> None:
     cov_module.em_covariance = em_covariance
 
 
-def run(board: str, variant: str, seed: int, k_max: int) -> dict:
+def run(board: str, variant: str, seed: int, k_max: int, data_dir=LEADERBOARDS) -> dict:
     use_variant(variant)
-    data = benchsel.load_dataset(board).cleaned()
+    data = load_board(board, data_dir).cleaned()
     start = time.perf_counter()
     model = benchsel.GaussianModel().fit(data)
     fit_s = time.perf_counter() - start
@@ -101,6 +102,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k-max", type=int, default=10)
     parser.add_argument("--json")
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     results = []
@@ -109,7 +111,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for board in args.boards.split(","):
         for variant in args.variants.split(","):
-            r = run(board, variant, args.seed, args.k_max)
+            r = run(board, variant, args.seed, args.k_max, args.data_dir)
             results.append(r)
             for protocol in ("cv", "extrapolation"):
                 p = r[protocol]

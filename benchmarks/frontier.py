@@ -1,7 +1,7 @@
 """Benchmark-level figures where a new checkpoint usually is: at the frontier.
 
 Usage: python benchmarks/frontier.py [--boards mteb,merged] [--predictor gaussian|auto]
-                                     [--k-max 5] [--json out.json]
+                                     [--k-max 5] [--json out.json] [--data-dir DIR]
 
 For every bundled board that can be split, prints R^2 and calibrated 90%
 interval coverage of MI and random selections at k = 1..k-max under two
@@ -17,7 +17,8 @@ import json
 import time
 import warnings
 
-import benchsel
+from _data import LEADERBOARDS, add_data_dir, load_board
+
 from benchsel import ConvergenceWarning
 from benchsel.datasets import list_datasets
 from benchsel.evaluation import extrapolate, frontier
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--predictor", default="gaussian")
     parser.add_argument("--k-max", type=int, default=5)
     parser.add_argument("--json")
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     out = []
@@ -38,7 +40,7 @@ def main() -> None:
     print("| board | protocol | objective | R² | coverage % | s |")
     print("|---|---|---|---|---|---|")
     for board in args.boards.split(","):
-        data = benchsel.load_dataset(board)
+        data = load_board(board, args.data_dir)
         for name, protocol in PROTOCOLS.items():
             start = time.perf_counter()
             try:

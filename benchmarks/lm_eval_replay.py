@@ -96,7 +96,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _data import QUESTIONS
+from _data import QUESTIONS, add_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -370,7 +370,7 @@ def main(argv=None) -> int:
     p.add_argument("--files", default=DEFAULT_FILES,
                    help=f"comma-separated npz stems in --data-dir or paths (default "
                         f"{DEFAULT_FILES})")
-    p.add_argument("--data-dir", default=str(DATA_DIR))
+    add_data_dir(p, DATA_DIR)
     p.add_argument("--splits", default="interpolation,extrapolation,frontier")
     p.add_argument("--trials", type=int, default=3,
                    help="interpolation trials (redrawn splits); extrapolation has one")

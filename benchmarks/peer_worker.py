@@ -18,6 +18,7 @@ questions and the CPU seconds of fit + predict.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -88,4 +89,8 @@ def main(job_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("job", help="JOB.npz written by peer_compare.py")
+    parser.add_argument("out", help="where to write OUT.npz")
+    args = parser.parse_args()
+    main(args.job, args.out)

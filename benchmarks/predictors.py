@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/predictors.py [--boards mteb,merged] [--predictors gaussian,gp,auto]
        [--seeds 3] [--k-max 5] [--objectives mi,random] [--extrapolation] [--jobs 2]
+       [--data-dir DIR]
 
 The cv protocol of `benchsel evaluate` (10 folds, 10% holdout, seeds 0..S-1)
 with ``--predictor`` set: the selection is the same for every predictor,
@@ -19,8 +20,8 @@ import warnings
 from collections import Counter
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
-import benchsel
 from benchsel import ConvergenceWarning
 from benchsel.evaluation import cross_validate, extrapolate
 
@@ -52,6 +53,7 @@ def main() -> None:
     parser.add_argument("--objectives", default="mi,random")
     parser.add_argument("--extrapolation", action="store_true")
     parser.add_argument("--jobs", type=int, default=1)
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     objectives = tuple(args.objectives.split(","))
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -59,7 +61,7 @@ def main() -> None:
     print(f"| board | protocol | predictor | k | {head} |")
     print("|---" * (4 + 2 * len(objectives)) + "|")
     for name in args.boards.split(","):
-        data = benchsel.load_dataset(name)
+        data = load_board(name, args.data_dir)
         for predictor in args.predictors.split(","):
             start = time.perf_counter()
             results = [cross_validate(data, objectives=objectives, k_max=args.k_max,

@@ -4,7 +4,7 @@ Runs the CLI as a user would (a fresh process per board, default options) and
 prints, per board, the wall time, the page's size, its figure count and the
 sections that could not be computed there.
 
-    python benchmarks/report.py [--boards mteb,merged] [--workdir DIR]
+    python benchmarks/report.py [--boards mteb,merged] [--workdir DIR] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _data import LEADERBOARDS, add_data_dir, board_argument
+
 from benchsel import list_datasets
 
 
@@ -24,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--boards", help="comma-separated bundled boards (default: all)")
     parser.add_argument("--workdir", help="keep the pages here (default: a temporary folder)")
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     boards = args.boards.split(",") if args.boards else \
         [d.name for d in list_datasets("leaderboard")]
@@ -33,7 +36,8 @@ def main() -> None:
     for board in boards:
         page = workdir / f"{board}.html"
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "benchsel", "report", board, "-o", str(page),
+        data = board_argument(board, args.data_dir)
+        out = subprocess.run([sys.executable, "-m", "benchsel", "report", data, "-o", str(page),
                               "--json", "--quiet"], capture_output=True, text=True, check=True)
         wall = time.perf_counter() - start
         summary = json.loads(out.stdout)

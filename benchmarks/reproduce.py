@@ -1,6 +1,6 @@
-"""Every number in docs/reproduction.md, from the bundled data.
+"""Every number in docs/experiments/reproduction.md, from the bundled data.
 
-Usage: python benchmarks/reproduce.py [--seeds 3] [--only folds]
+Usage: python benchmarks/reproduce.py [--seeds 3] [--only folds] [--data-dir DIR]
 
 Prints Markdown tables: CV R^2 (Smola 2026, Table 4 / Figs. 3-7) with the
 paper's estimator as its text describes it (``em``), as its published code
@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
 
 import benchsel
 from benchsel import ConvergenceWarning
@@ -33,6 +34,11 @@ CONFIGS = tuple((c, c, "default") for c in ESTIMATORS) + (("paper+scoring", "pap
 TABLE4 = {"mteb": (0.76, 0.72, 0.76), "merged": (0.51, 0.35, 0.53)}
 #: Per-fold R^2 of the published code's own run (seed 42), measured by running it.
 PUBLISHED = Path(__file__).resolve().parent / "published" / "table4_seed42.json"
+DATA = LEADERBOARDS  # --data-dir
+
+
+def load(name: str):
+    return load_board(name, DATA)
 
 
 def folds_table() -> None:
@@ -43,7 +49,7 @@ def folds_table() -> None:
           + " | mean | largest gap, any fold and k ≤ 15 |")
     print("|---|---|---|" + "---|" * 12)
     for name in ("merged", "mteb"):
-        res = cross_validate(benchsel.load_dataset(name), covariance="paper", scoring="paper",
+        res = cross_validate(load(name), covariance="paper", scoring="paper",
                              splitter="paper", seed=42, predictor="gaussian")
         for o in OBJ:
             theirs, ours = np.array(published[name][o]), res.r2[o]
@@ -61,7 +67,7 @@ def cv_table(seeds: int) -> None:
     print("| dataset | estimator | seeds | MI | entropy | random | min over k of MI - random |")
     print("|---|---|---|---|---|---|---|")
     for name in ("mteb", "merged"):
-        data = benchsel.load_dataset(name)
+        data = load(name)
         paper = " | ".join(f"{v:.2f}" for v in TABLE4[name])
         print(f"| {name} | Table 4 (paper) | | {paper} | |")
         for label, cov, scoring in CONFIGS:
@@ -86,7 +92,7 @@ def curve_table() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in ("mteb", "merged"):
         for cov in ESTIMATORS:
-            res = cross_validate(benchsel.load_dataset(name), covariance=cov, predictor="gaussian")
+            res = cross_validate(load(name), covariance=cov, predictor="gaussian")
             for o in OBJ:
                 ks = " | ".join(f"{res.row(o, k).r2_mean:.3f}" for k in (1, 3, 5, 10, 15))
                 print(f"| {name} | {cov} | {o} | {ks} | {res.row(o, 5).interval_coverage:.3f} |")
@@ -97,7 +103,7 @@ def holdout_table() -> None:
     print("## MTEB, entropy, holdout fraction p (Fig. 3), default estimator\n")
     print("| p | k=5 | k=15 |")
     print("|---|---|---|")
-    data = benchsel.load_dataset("mteb")
+    data = load("mteb")
     for p in (0.1, 0.2, 0.5, 0.9):
         res = cross_validate(data, objectives=("entropy",), holdout=p, predictor="gaussian")
         at5, at15 = res.row("entropy", 5).r2_mean, res.row("entropy", 15).r2_mean
@@ -110,7 +116,7 @@ def spectrum_table() -> None:
     print("| dataset | k for 90% | 95% | 99% | Shapiro-Wilk rejections (BH 0.05) | median W |")
     print("|---|---|---|---|---|---|")
     for name in ("mteb", "merged"):
-        data = benchsel.load_dataset(name)
+        data = load(name)
         model = benchsel.GaussianModel(covariance="em").fit(data)
         spec = benchsel.spectrum(model.estimate_.covariance, model.items_)
         rep = normality(data)
@@ -125,7 +131,7 @@ def extrapolation_table() -> None:
     print("|---|---|---|---|---|")
     for name in ("mteb", "merged"):
         for cov in ESTIMATORS:
-            res = extrapolate(benchsel.load_dataset(name), covariance=cov, predictor="gaussian")
+            res = extrapolate(load(name), covariance=cov, predictor="gaussian")
             mi, rnd = res.row("mi", 5), res.row("random", 5)
             print(f"| {name} | {cov} | {mi.r2_mean:.3f} | {rnd.r2_mean:.3f} | "
                   f"{mi.interval_coverage:.3f} |")
@@ -135,7 +141,7 @@ def extrapolation_table() -> None:
 def completion_table() -> None:
     print("## Completion (hide 50% of each model with >= 8 scores, 3 folds)\n")
     for name in ("merged", "mteb"):
-        res = evaluate_completion(benchsel.load_dataset(name))
+        res = evaluate_completion(load(name))
         print(f"{name} (default: {res.default})\n")
         print("| method | MedAPE % | median AE | within 3 | within 5 | coverage % "
               "| 90% interval coverage % |")
@@ -150,7 +156,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--only", choices=("folds",))
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
+    global DATA
+    DATA = args.data_dir
     warnings.simplefilter("ignore", ConvergenceWarning)
     t0 = time.perf_counter()
     folds_table()

@@ -11,7 +11,10 @@ with the same scores, first with an empty cache of auto's decisions
 (``BENCHSEL_CACHE_DIR``, a fresh temporary folder) and then again. The
 observed scores are each planned benchmark's median over the board.
 
-    python benchmarks/startup.py [--repeat 7] [--predict] [--boards mteb,merged]
+    python benchmarks/startup.py [--repeat 7] [--predict] [--boards mteb,merged] [--data-dir DIR]
+
+``--data-dir`` gives the commands CSV paths (``DIR/mteb.csv``, ...) instead of
+bundled names.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _data import LEADERBOARDS, add_data_dir, board_argument, load_board
 
 COMMANDS = (
     ["--version"],
@@ -49,39 +54,41 @@ def _seconds(argv: list[str], env=None) -> float:
     return time.perf_counter() - start
 
 
-def startup(repeat: int) -> None:
+def startup(repeat: int, data_dir: Path = LEADERBOARDS) -> None:
     print(f"{'command':<36}{'median s':>10}{'best s':>9}")
     for command in COMMANDS:
-        times = [_seconds(command) for _ in range(repeat)]
+        run = list(command)
+        if command[0] == "select" and command[1] != "--help":
+            run[1] = board_argument(command[1], data_dir)
+        times = [_seconds(run) for _ in range(repeat)]
         print(f"{'benchsel ' + ' '.join(command):<36}{statistics.median(times):>10.2f}"
               f"{min(times):>9.2f}")
 
 
-def predict_times(boards: list[str]) -> None:
+def predict_times(boards: list[str], data_dir: Path = LEADERBOARDS) -> None:
     import json
-
-    import benchsel
 
     print("\n| board | select s | plan s | predict --plan s (x select) | predict, cold cache s "
           "(x select) | predict, warm cache s (x select) |")
     print("|---|---|---|---|---|---|")
     work = Path(tempfile.mkdtemp(prefix="benchsel-startup-"))
     for board in boards:
-        frame = benchsel.load_dataset(board).to_frame()
+        frame = load_board(board, data_dir).to_frame()
+        data = board_argument(board, data_dir)
         if frame.shape[1] < 2:
             print(f"| {board} | one benchmark: nothing to predict | | | | |")
             continue
         k = str(min(3, frame.shape[1] - 1))
         env = dict(os.environ, BENCHSEL_CACHE_DIR=str(work / f"cache-{board}"))
-        select = _seconds(["select", board, "-k", k], env)
+        select = _seconds(["select", data, "-k", k], env)
         plan = work / f"{board}.json"
-        planning = _seconds(["plan", board, "-k", k, "-o", str(plan)], env)
+        planning = _seconds(["plan", data, "-k", k, "-o", str(plan)], env)
         chosen = json.loads(plan.read_text())["benchmarks"]["selection"]["selected"]
         observed = work / f"{board}-observed.json"
         observed.write_text(json.dumps({b: float(frame[b].median()) for b in chosen}))
         from_plan = _seconds(["predict", "--plan", str(plan), "--observed", str(observed)], env)
-        cold = _seconds(["predict", board, "--observed", str(observed)], env)
-        warm = _seconds(["predict", board, "--observed", str(observed)], env)
+        cold = _seconds(["predict", data, "--observed", str(observed)], env)
+        warm = _seconds(["predict", data, "--observed", str(observed)], env)
         print(f"| {board} | {select:.2f} | {planning:.2f} | {from_plan:.2f} "
               f"({from_plan / select:.1f}) | {cold:.2f} ({cold / select:.1f}) | {warm:.2f} "
               f"({warm / select:.1f}) |", flush=True)
@@ -95,15 +102,16 @@ def main() -> None:
                         help="time the default predictor against select on every board")
     parser.add_argument("--boards", help="comma-separated boards for --predict (default: "
                         "every bundled leaderboard)")
+    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
     if args.predict:
         from benchsel.datasets import list_datasets
 
         boards = args.boards.split(",") if args.boards else \
             [d.name for d in list_datasets("leaderboard")]
-        predict_times(boards)
+        predict_times(boards, args.data_dir)
     else:
-        startup(args.repeat)
+        startup(args.repeat, args.data_dir)
 
 
 if __name__ == "__main__":

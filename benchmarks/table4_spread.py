@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from _data import LEADERBOARDS as BUNDLED_LEADERBOARDS
-from _data import add_data_dir
+from _data import add_data_dir, load_board
 
 import benchsel
 from benchsel import ConvergenceWarning
@@ -86,7 +86,7 @@ def main() -> None:
     global LEADERBOARDS
     LEADERBOARDS = args.data_dir
     warnings.simplefilter("ignore", ConvergenceWarning)
-    data = benchsel.load_dataset("merged")
+    data = load_board("merged", LEADERBOARDS)
     label = "MERGED"
     if args.auxiliary:
         frame = with_auxiliary(pd.read_csv(LEADERBOARDS / "merged.csv"))

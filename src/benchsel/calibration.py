@@ -248,7 +248,7 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
     strongest 30% against the weakest half's moments, and the reverse).
     Under the extrapolation protocol on MERGED at k = 1-5, the models with
     none of the selected scores had covered 38-44% with the spread alone
-    (docs/reproduction.md).
+    (docs/experiments/reproduction.md).
 
     Parameters
     ----------
@@ -298,7 +298,7 @@ FRONTIER_FRACTION = 0.1
 #: the ``1 - FRONTIER_APPLY_FRACTION`` quantile of the sources'. The shift is measured
 #: on the strongest 10% predicted from a fit without them; a model just inside the
 #: top 10% of a fit that includes its peers is predicted better unmoved. On
-#: open_llm_v2 with ``auto`` (MI, k = 1..4; docs/reproduction.md): at 10% the
+#: open_llm_v2 with ``auto`` (MI, k = 1..4; docs/experiments/reproduction.md): at 10% the
 #: frontier R² gained 0.05-0.07 and 10-fold CV lost 0.017-0.030; at 3% the frontier
 #: gained 0.046-0.065 and CV lost 0.004-0.010; above the best source only, the
 #: frontier gained 0.002-0.015.

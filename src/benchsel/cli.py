@@ -275,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 50)")
     g.add_argument("--total", type=_positive_int,
                    help="instead of -n: a question budget spread over the tasks where it "
-                   "reduces the predicted scores' variance most (docs/question-level.md)")
+                   "reduces the predicted scores' variance most "
+                   "(docs/experiments/question-level.md)")
     g.add_argument("--method", default="default",
                    help=f"question-level method: default ({DEFAULT_CORESET_METHOD}) or one of "
                    f"{', '.join(CORESET_METHODS)}")

@@ -32,7 +32,7 @@ CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-le
                    "gaussian-greedy", "gaussian-dr", "guarded-ensemble", "random-search-learn",
                    "lasso", "double-optimize", "pca", "anchor-points-weighted",
                    "anchor-points-predictor", "p-irt", "gp-irt", "mrmr", "mrmr-mid")
-#: The question-level default (beats aipw in both splits; see docs/question-level.md).
+#: The question-level default (beats aipw in both splits; see docs/experiments/question-level.md).
 DEFAULT_CORESET_METHOD = "guarded-ensemble"
 #: The refits Bowyer et al. report, evaluated with "all" beside the base methods.
 PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")

@@ -14,7 +14,7 @@ the model, after running the questions ``A``,
 
 Used by the ``gaussian-greedy`` and ``gaussian-dr`` methods and inside the
 default ``guarded-ensemble``; on its own, greedy selection fails under
-extrapolation (see docs/question-level.md).
+extrapolation (see docs/experiments/question-level.md).
 
 Selection is greedy on that variance: the question ``j`` that most reduces
 ``1^T R 1`` is the one maximizing ``(R 1)_j^2 / R_jj``. ``R`` is kept implicitly

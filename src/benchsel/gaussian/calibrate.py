@@ -20,7 +20,7 @@ bias, in the conditional's standard deviations, that a new model at the
 frontier (by its given scores) is corrected by. The price is paid by a
 model that is strong on its given items only: on open_llm_v2's random
 folds the MI R² at k = 1..5 moved by -0.007 to -0.018 (see
-docs/reproduction.md, "The frontier").
+docs/experiments/reproduction.md, "The frontier").
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ standardized units, plus how they were obtained.
   pull toward the diagonal that keeps sparsely co-observed pairs from
   drifting to spurious near-perfect correlations. In 10-fold CV it matches
   ``em`` on MTEB and lifts MI's R^2 at k = 5 on MERGED from 0.26 to 0.57
-  (seed 0; 0.33 to 0.60 averaged over 3 seeds; docs/reproduction.md).
+  (seed 0; 0.33 to 0.60 averaged over 3 seeds; docs/experiments/reproduction.md).
 * ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
   ``em-shrink``, unless one EM iteration would cost more than
   :data:`EM_MAX_FLOPS` (a board of thousands of benchmarks with a few

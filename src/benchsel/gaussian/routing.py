@@ -53,7 +53,7 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
     given = ~np.isnan(x)
     # A model at the frontier of the sources, where the calibrator measured how far
     # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
-    # no other method has a frontier correction (issue 28; docs/reproduction.md).
+    # no other method has a frontier correction (issue 28; docs/experiments/reproduction.md).
     shifted = [bool(c.get("frontier_shift")) for c in gaussian.calibration or []] \
         or [False] * len(models)
     # Groups of rows predicted alike: same pattern, same method.

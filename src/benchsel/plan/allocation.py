@@ -18,7 +18,7 @@ to the task whose ``V_t`` drops most, after every task has its minimum; with
 Measured on the four HELM Lite tasks (``benchmarks/allocation.py``, 120
 questions, default method) the allocation comes out close to an equal split
 (about 30 per task), and its error is the equal split's within the noise of
-which random questions a plan draws (docs/question-level.md). An allocation
+which random questions a plan draws (docs/experiments/question-level.md). An allocation
 by the tasks' per-question variances alone, or one that also credits a task
 for being predictable from the other tasks' scores (which a question-level
 plan does not use), did worse there than the equal split.

@@ -576,7 +576,7 @@ def choose_completer(
     differently there: under the extrapolation protocol, choosing for the
     strong new models on random folds lost R^2 to the Gaussian on MERGED
     (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and choosing
-    on these splits did not (docs/reproduction.md). The calibration's
+    on these splits did not (docs/experiments/reproduction.md). The calibration's
     strength splits (:func:`completion_residuals`) fit on half the models
     only; chosen on those, the winners on MERGED were worse methods for a
     fit on the whole source.
@@ -763,7 +763,7 @@ def complete_new_rows(
     other new models came with it. Stacked together, new models took part
     in each other's fit: under the extrapolation protocol (30% of the rows
     new, all strong) they lifted each other's predictions on MTEB and
-    dragged them on HELM Lite (docs/reproduction.md). ``gp`` predicts a
+    dragged them on HELM Lite (docs/experiments/reproduction.md). ``gp`` predicts a
     row with at most :data:`~benchsel.prediction.gp.MAX_INPUTS` scores from
     rows with more scores only, so such rows are completed in one stack per
     pattern of observed items, on one Gaussian fitted on ``train``'s rows
@@ -779,7 +779,7 @@ def complete_new_rows(
     models that have a score are not that population. In the cv protocol
     on MERGED at k = 1, where half of the scored variance is on validation
     models with none of the selected scores, the EM mean gave R^2 -0.42 on
-    those models and the observed means 0 (docs/reproduction.md).
+    those models and the observed means 0 (docs/experiments/reproduction.md).
     """
     train = np.asarray(train, dtype=float)
     new = np.asarray(new, dtype=float)
@@ -835,7 +835,7 @@ def completion_residuals(
     source model; without these splits the ``outside`` regime learned only
     from the few held-out models that happened to lie outside the others'
     range, and a method's intervals covered 67-81% under the extrapolation
-    protocol on MTEB (docs/reproduction.md).
+    protocol on MTEB (docs/experiments/reproduction.md).
 
     Returns
     -------

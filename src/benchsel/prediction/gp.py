@@ -31,7 +31,7 @@ Far from every training model the correction decays to the residuals' mean
 error bar to their prior spread, so a model stronger
 than all of them is predicted about as the Gaussian predicts it, not pulled
 back to the average (a process on the scores themselves, tried first, did
-that and lost to the Gaussian under extrapolation: ``docs/reproduction.md``).
+that and lost to the Gaussian under extrapolation: ``docs/experiments/reproduction.md``).
 
 The Gaussian under the process is fitted on the rows it does not predict
 (the source models), not on all rows as the ``gaussian`` completer is:
@@ -51,7 +51,7 @@ spaced subset).
 Why one set of hyperparameters per input pattern: chosen per benchmark, on
 one seed of MTEB's cv protocol (MI, k = 5, the squared-exponential kernel
 then), R^2 was 0.813; summed over the benchmarks 0.817, and with the rational
-quadratic kernel 0.820 (docs/reproduction.md). It is also what makes a
+quadratic kernel 0.820 (docs/experiments/reproduction.md). It is also what makes a
 pattern cheap: the likelihood needs eigendecompositions of the kernel on
 one set of training models (those of the most benchmarks), and every other
 set of training models (a benchmark some of them lack) a single Cholesky
