@@ -1,4 +1,4 @@
-"""Wall time of benchsel's protocols at the sizes users have (issue 11's targets beside them).
+"""Wall time of benchsel's protocols at the sizes users have, beside the target for each.
 
 Each command runs as a user runs it, in a fresh process, serially:
 
