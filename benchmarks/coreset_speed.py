@@ -44,7 +44,7 @@ def main() -> None:
         times = []
         for trial in range(args.repeats):
             t0 = time.perf_counter()
-            method = make_method(name).fit(source, 50, np.random.default_rng(trial))
+            method = make_method(name, n_questions=50, random_state=trial).fit(source)
             method.predict(target[:, method.selected_])
             times.append(time.perf_counter() - t0)
         limit = 60 if name in SLOW else 10

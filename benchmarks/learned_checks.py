@@ -33,7 +33,7 @@ def lasso_support(trials: int = 10, n: int = 50) -> None:
             counts = []
             for t in range(trials):
                 src, _ = model_split(values, split, np.random.default_rng([0, t]))
-                method = LassoCoreset().fit(values[src], n, np.random.default_rng(0))
+                method = LassoCoreset(n_questions=n, random_state=0).fit(values[src])
                 counts.append(int(np.count_nonzero(method.coef_)))
             print(f"  {path.stem:<24}{split:<15}{counts}", flush=True)
 
@@ -47,8 +47,8 @@ def double_optimize_steps(trials: int = 5, n: int = 50) -> None:
             src, tgt = model_split(values, "interpolation", np.random.default_rng([0, t]))
             truth = values[tgt].mean(axis=1)
             for lr, holdout in grid:
-                method = DoubleOptimize(lr=lr, holdout=holdout).fit(
-                    values[src], n, np.random.default_rng([0, t, 1]))
+                method = DoubleOptimize(n, random_state=np.random.default_rng([0, t, 1]), lr=lr,
+                                        holdout=holdout).fit(values[src])
                 mean, _ = method.predict(values[np.ix_(tgt, method.selected_)])
                 gaps[lr, holdout].append(np.abs(mean - truth).mean() * 100)
     print(f"double-optimize, interpolation, mean gap over {', '.join(TUNING_FILES)} "

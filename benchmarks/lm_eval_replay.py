@@ -51,9 +51,10 @@ averaging the answers they ran; the default must not lose to it), ``cov90``
 [low, high], ``flagged`` = held-out models predict flags as extrapolations,
 ``cov90 unflagged`` = coverage among the others,
 ``|CLI-mem|`` = the largest difference between the CLI's prediction and the
-same method fitted in memory on the npz rows (``make_method(..).fit(values,
-n, default_rng(seed))``, as ``benchsel plan`` does) -- 0 means lm-eval's files
-carry the matrix unchanged -- and wall seconds of the held-out lm-eval runs
+same method fitted in memory on the npz rows (``Calibrated(make_method(..,
+n_questions=n, random_state=seed)).fit(values)``, as ``benchsel plan`` does)
+-- 0 means lm-eval's files carry the matrix unchanged -- and wall seconds of
+the held-out lm-eval runs
 (``lm-eval s``), ``plan s`` and ``predict s`` (each a ``benchsel`` subprocess,
 interpreter start included). A second table gives per file the full lm-eval
 runs (models, wall seconds, seconds per model) shared by all splits.
@@ -236,8 +237,8 @@ def in_memory(plan_path: Path, task: str, values: np.ndarray, held):
         raise RuntimeError("the plan's source columns are not '<task>/<doc id>' of its doc ids")
     src = values[np.ix_(src_rows, doc_ids)]
     # As benchsel plan fits it: the method, its error bars calibrated on the sources.
-    fitted = Calibrated(lambda: make_method(part.method)).fit(
-        src, int(part.n), np.random.default_rng(part.seed))
+    fitted = Calibrated(make_method(part.method, n_questions=int(part.n),
+                                    random_state=part.seed)).fit(src)
     selected = [int(doc_ids[j]) for j in fitted.selected_]
     mean, sd = fitted.predict(values[np.ix_(list(held), selected)])
     return (part.method, src_rows, src, np.asarray(part.source.values, float), selected,

@@ -4,6 +4,7 @@ coverage on synthetic data where the truth is known."""
 import numpy as np
 import pytest
 from scipy.stats import norm
+from sklearn.base import clone
 
 from benchsel.calibration import (
     Calibration,
@@ -13,6 +14,7 @@ from benchsel.calibration import (
     outside_range,
     unknown_calibration,
 )
+from benchsel.coreset._base import CoresetMethod
 from benchsel.evaluation import evaluate_completion, extrapolate
 from benchsel.gaussian.calibrate import GaussianCalibrator
 from benchsel.matrix import ScoreMatrix
@@ -341,9 +343,9 @@ def test_calibrated_question_method_keeps_questions_and_means():
     from benchsel.coreset.methods import make_method
 
     values = _irt_answers()
-    plain = make_method("aipw").fit(values[:120], 40, np.random.default_rng(0))
-    cal = Calibrated(lambda: make_method("aipw")).fit(values[:120], 40,
-                                                     np.random.default_rng(0))
+    method = make_method("aipw", n_questions=40, random_state=0)
+    plain = clone(method).fit(values[:120])
+    cal = Calibrated(method).fit(values[:120])
     np.testing.assert_array_equal(plain.selected_, cal.selected_)
     m0, s0 = plain.predict(values[120:, plain.selected_])
     m1, s1 = cal.predict(values[120:, cal.selected_])
@@ -362,15 +364,14 @@ def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources(
     truth = values[strong].mean(axis=1)
     raw_cover, cal_cover = [], []
     for seed in range(3):
-        plain = make_method("random-sampling-learn").fit(values[weak], 30,
-                                                         np.random.default_rng(seed))
-        cal = Calibrated(lambda: make_method("random-sampling-learn")).fit(
-            values[weak], 30, np.random.default_rng(seed))
+        method = make_method("random-sampling-learn", n_questions=30, random_state=seed)
+        plain = clone(method).fit(values[weak])
+        cal = Calibrated(method).fit(values[weak])
         m, s = plain.predict(values[np.ix_(strong, plain.selected_)])
         raw_cover.append(np.abs(m - truth) <= Z90 * s)
-        m, s = cal.predict(values[np.ix_(strong, cal.selected_)])
-        cal_cover.append(np.abs(m - truth) <= Z90 * s)
-        assert cal.outside_.mean() > 0.5  # most of them beyond the sources' range
+        details = cal.predict_details(values[np.ix_(strong, cal.selected_)])
+        cal_cover.append(np.abs(details.mean - truth) <= Z90 * details.sd)
+        assert details.outside.mean() > 0.5  # most of them beyond the sources' range
     assert np.mean(raw_cover) < 0.6
     assert np.mean(cal_cover) >= 0.85
 
@@ -380,36 +381,37 @@ def test_calibrated_random_sampling_is_never_zero_width():
     from benchsel.coreset.methods import make_method
 
     values = _irt_answers(seed=12)
-    cal = Calibrated(lambda: make_method("random-sampling")).fit(values[:120], 20,
-                                                                np.random.default_rng(1))
+    cal = Calibrated(make_method("random-sampling", n_questions=20, random_state=1))
+    cal.fit(values[:120])
     perfect = np.ones((1, 20))  # every planned answer right: the sample's own sd is 0
     mean, sd = cal.predict(perfect)
     assert mean[0] == 1.0 and sd[0] >= cal.floor_ > 0
 
 
-class _HalfDesignBased:
+class _HalfDesignBased(CoresetMethod):
     """Rows with a positive first answer are design-based (the sample mean, its own
     error bar); the others model-based, off by 0.2 with an error bar of 0.01."""
 
     name = "half-design-based"
 
-    def fit(self, source, n, rng):
+    def _fit(self, source, n, rng):
         self.selected_ = np.arange(n)
-        return self
 
-    def predict(self, x):
+    def _predict(self, x):
         design = x[:, 0] > 0
-        self.design_based_ = design
         spread = x.std(axis=1, ddof=1) / np.sqrt(x.shape[1])
         return (np.where(design, x.mean(axis=1), x.mean(axis=1) + 0.2),
                 np.where(design, spread, 0.01))
+
+    def design_based(self, x_selected):
+        return self._check_x(x_selected)[:, 0] > 0
 
 
 def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
     from benchsel.coreset.calibrated import Calibrated
 
     values = _irt_answers(models=200, seed=14)
-    cal = Calibrated(_HalfDesignBased).fit(values[:150], 40, np.random.default_rng(0))
+    cal = Calibrated(_HalfDesignBased(n_questions=40, random_state=0)).fit(values[:150])
     # The model-based rows' error bars were far too narrow; the design-based
     # rows' were right, and pooling the two would have widened them as well.
     assert cal.calibration_.inside > 5
@@ -418,7 +420,10 @@ def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
     mean, sd = cal.predict(x)
     design = x[:, 0] > 0
     assert design.any() and (~design).any()
-    raw = cal.raw_sd_
+    details = cal.predict_details(x)
+    np.testing.assert_array_equal(details.design_based, design)
+    np.testing.assert_array_equal(details.sd, sd)
+    raw = details.raw_sd
     np.testing.assert_allclose(sd[design], raw[design] * cal.design_calibration_.inside)
     assert np.all(sd[~design] >= 5 * raw[~design])
 

@@ -22,7 +22,7 @@ def irt_scores(m=60, n=120, seed=0):
 def test_every_method_selects_n_distinct_questions_and_predicts_each_target():
     x = irt_scores()
     for name in METHODS:
-        method = make_method(name).fit(x[:45], 20, np.random.default_rng(0))
+        method = make_method(name, n_questions=20, random_state=0).fit(x[:45])
         assert len(set(method.selected_.tolist())) == 20
         mean, sd = method.predict(x[45:][:, method.selected_])
         assert mean.shape == (15,) and np.all(np.isfinite(mean)) and np.all(sd >= 0)
@@ -33,7 +33,7 @@ def test_every_method_selects_n_distinct_questions_and_predicts_each_target():
 
 def test_random_sampling_is_the_sample_mean():
     x = irt_scores(seed=1)
-    method = make_method("random-sampling").fit(x[:40], 30, np.random.default_rng(3))
+    method = make_method("random-sampling", n_questions=30, random_state=3).fit(x[:40])
     sub = x[40:][:, method.selected_]
     mean, sd = method.predict(sub)
     np.testing.assert_allclose(mean, sub.mean(axis=1))
@@ -43,7 +43,7 @@ def test_random_sampling_is_the_sample_mean():
 
 def test_aipw_matches_its_formula():
     x = irt_scores(seed=2)
-    method = make_method("aipw").fit(x[:40], 25, np.random.default_rng(4))
+    method = make_method("aipw", n_questions=25, random_state=4).fit(x[:40])
     a = method.selected_
     row = x[41, a]
     ridge = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(x[:40].T[a], row)
@@ -64,7 +64,7 @@ def test_gaussian_dr_is_consistent_even_when_the_model_is_wrong():
     for name in ("gaussian-greedy", "gaussian-dr", "random-sampling"):
         gaps = []
         for trial in range(5):
-            m = make_method(name).fit(x[weak], 60, np.random.default_rng(trial))
+            m = make_method(name, n_questions=60, random_state=trial).fit(x[weak])
             mean, _ = m.predict(x[strong][:, m.selected_])
             gaps.append(np.abs(mean - x[strong].mean(axis=1)).mean())
         errs[name] = np.mean(gaps)
@@ -91,7 +91,8 @@ def test_protocol_metrics_by_hand_for_random_sampling():
     gaps = []
     for trial in range(3):
         src, tgt = model_split(x, "interpolation", np.random.default_rng([0, trial]))
-        m = make_method("random-sampling").fit(x[src], 20, np.random.default_rng([0, trial, 1]))
+        m = make_method("random-sampling", n_questions=20,
+                        random_state=np.random.default_rng([0, trial, 1])).fit(x[src])
         gaps.append(100 * np.abs(x[tgt][:, m.selected_].mean(1) - x[tgt].mean(1)).mean())
     row = res.row("random-sampling")
     assert row.gap == pytest.approx(np.mean(gaps)) and row.egr == 0.0
@@ -195,19 +196,19 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_
     x = irt_scores(m=120, n=300, seed=14)
     order = np.argsort(x.mean(axis=1))
     weak, middle, strong = order[:60], order[60:70], order[-10:]
-    method = make_method("guarded-ensemble").fit(x[weak], 40, np.random.default_rng(0))
-    base = make_method("stratified-sampling").fit(x[weak], 40, np.random.default_rng(0))
+    method = make_method("guarded-ensemble", n_questions=40, random_state=0).fit(x[weak])
+    base = make_method("stratified-sampling", n_questions=40, random_state=0).fit(x[weak])
     a = method.selected_
     mean, sd = method.predict(x[strong][:, a])
-    assert method.outside_.all() and method.design_based_.all()  # beyond the weak sources
+    assert method.design_based(x[strong][:, a]).all()  # beyond the weak sources
     design_mean, design_sd = base.predict(x[strong][:, a])
     np.testing.assert_array_equal(mean, design_mean)
     np.testing.assert_array_equal(sd, design_sd)
     # Among the sources: the mean of the three model-based parts, exactly where
     # the design estimate's 90% interval lies inside the sources' range.
     src = np.concatenate([order[:50], order[70:]])
-    method = make_method("guarded-ensemble").fit(x[src], 40, np.random.default_rng(1))
-    base = make_method("stratified-sampling").fit(x[src], 40, np.random.default_rng(1))
+    method = make_method("guarded-ensemble", n_questions=40, random_state=1).fit(x[src])
+    base = make_method("stratified-sampling", n_questions=40, random_state=1).fit(x[src])
     a = method.selected_
     rows = x[middle][:, a]
     mean, sd = method.predict(rows)
@@ -216,7 +217,7 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_
     half = ndtri(0.95) * design_sd
     inside = (design_mean - half >= means.min()) & (design_mean + half <= means.max())
     assert inside.any()
-    np.testing.assert_array_equal(method.design_based_, ~inside)
+    np.testing.assert_array_equal(method.design_based(rows), ~inside)
     parts = [
         KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
                     coef0=1).fit(x[src][:, a], x[src].mean(1)).predict(rows),
@@ -226,7 +227,7 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_
     np.testing.assert_allclose(mean[inside], np.mean(parts, axis=0)[inside])
     np.testing.assert_array_equal(mean[~inside], design_mean[~inside])
     with pytest.raises(ValueError, match="guard_level"):
-        METHODS["guarded-ensemble"](guard_level=1.0)
+        METHODS["guarded-ensemble"](n_questions=40, guard_level=1.0).fit(x[src])
 
 
 def test_one_sampled_question_has_a_finite_error_bar():
@@ -234,12 +235,12 @@ def test_one_sampled_question_has_a_finite_error_bar():
     rng = np.random.default_rng(4)
     x = (rng.random((40, 60)) < rng.random(60)).astype(float)
     for name in ("random-sampling", "aipw", "guarded-ensemble"):
-        method = make_method(name).fit(x[:30], 1, np.random.default_rng(0))
+        method = make_method(name, n_questions=1, random_state=0).fit(x[:30])
         mean, sd = method.predict(x[30:][:, method.selected_])
         assert np.isfinite(mean).all() and np.isfinite(sd).all() and (sd > 0).all(), name
     expected = np.median(x[:30].std(axis=1, ddof=1))
-    assert make_method("random-sampling").fit(x[:30], 1, rng).question_sd_ == \
-        pytest.approx(expected)
+    method = make_method("random-sampling", n_questions=1, random_state=rng).fit(x[:30])
+    assert method.question_sd_ == pytest.approx(expected)
 
 
 def test_coreset_eval_on_dask_gives_the_serial_result():
@@ -291,7 +292,7 @@ def test_stratified_draw_is_design_unbiased():
 
     assert make_method("guarded-ensemble").draw == "stratified"
     for _ in range(draws):
-        method = Stratified().fit(x, n, rng)
+        method = Stratified(n_questions=n, random_state=rng).fit(x)
         assert np.array_equal(np.sort(strata[method.selected_]), np.arange(n))
         np.testing.assert_allclose(method.weights_, sizes[strata[method.selected_]] / x.shape[1])
         hits[method.selected_] += 1
@@ -334,8 +335,8 @@ def test_frontier_split_holds_out_the_strongest_tenth_and_keeps_every_other_mode
 
 def test_stratified_sampling_is_the_design_weighted_mean_of_the_defaults_draw():
     x = irt_scores(m=50, n=103, seed=12)
-    base = make_method("stratified-sampling").fit(x[:40], 10, np.random.default_rng(7))
-    default = make_method("default").fit(x[:40], 10, np.random.default_rng(7))
+    base = make_method("stratified-sampling", n_questions=10, random_state=7).fit(x[:40])
+    default = make_method("default", n_questions=10, random_state=7).fit(x[:40])
     assert np.array_equal(base.selected_, default.selected_)
     sub = x[40:][:, base.selected_]
     mean, sd = base.predict(sub)
@@ -358,7 +359,7 @@ def test_stratified_sampling_error_bar_covers_over_repeated_draws():
     truth = x[50:].mean(axis=1)
     errs, sds = [], []
     for seed in range(300):
-        m = make_method("stratified-sampling").fit(x[:50], 40, np.random.default_rng(seed))
+        m = make_method("stratified-sampling", n_questions=40, random_state=seed).fit(x[:50])
         mean, sd = m.predict(x[50:][:, m.selected_])
         errs.append(mean - truth)
         sds.append(sd)
@@ -374,7 +375,7 @@ def test_stratified_sampling_error_bar_covers_over_repeated_draws():
 def test_a_run_of_all_alike_answers_never_gets_a_zero_width_interval(name, answer):
     """Every planned question right (or wrong): an Agresti-Coull-style error bar, not 0."""
     x = irt_scores(m=60, n=300, seed=14)
-    method = make_method(name).fit(x[:50], 50, np.random.default_rng(0))
+    method = make_method(name, n_questions=50, random_state=0).fit(x[:50])
     mean, sd = method.predict(np.full((1, 50), answer))
     assert sd[0] > 0.01
     # 50 of 50 right: the interval reaches about as far as a Wilson interval's (0.95).

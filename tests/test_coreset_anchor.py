@@ -137,7 +137,7 @@ def test_anchor_points_weights_are_cluster_shares_of_the_questions():
 
 def test_weighted_prediction_is_the_cluster_weighted_coreset_mean():
     x = irt_scores(seed=1)
-    method = AnchorPointsWeighted().fit(x[:30], 12, np.random.default_rng(0))
+    method = AnchorPointsWeighted(n_questions=12, random_state=0).fit(x[:30])
     sub = x[30:][:, method.selected_]
     mean, sd = method.predict(sub)
     np.testing.assert_allclose(mean, sub @ method.weights_)
@@ -148,7 +148,7 @@ def test_weighted_prediction_is_the_cluster_weighted_coreset_mean():
 def test_predictor_is_ridge_on_the_rest_mean_combined_as_in_eq_12():
     x = irt_scores(seed=2)
     src, tgt = x[:30], x[30:]
-    method = AnchorPointsPredictor().fit(src, 12, np.random.default_rng(0))
+    method = AnchorPointsPredictor(n_questions=12, random_state=0).fit(src)
     a = method.selected_
     rest = np.setdiff1d(np.arange(x.shape[1]), a)
     ridge = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(src[:, a], src[:, rest].mean(axis=1))
@@ -164,18 +164,18 @@ def test_predictor_is_ridge_on_the_rest_mean_combined_as_in_eq_12():
 @pytest.mark.parametrize("cls", anchor.METHODS)
 def test_methods_honour_the_contract_and_validate(cls):
     x = irt_scores(seed=3)
-    method = cls().fit(x[:30], 15, np.random.default_rng(0))
+    method = cls(n_questions=15, random_state=0).fit(x[:30])
     assert len(np.unique(method.selected_)) == 15
     mean, sd = method.predict(x[30:][:, method.selected_])
     assert mean.shape == sd.shape == (10,) and np.all(np.isfinite(mean))
     with pytest.raises(ValueError, match=r"x_selected must have shape \(models, 15\)"):
         method.predict(x[30:, :14])
-    with pytest.raises(ValueError, match=r"n must be in \[1, 149\]; got 150"):
-        cls().fit(x[:30], 150, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"n_questions must be in \[1, 149\]; got 150"):
+        cls(n_questions=150, random_state=0).fit(x[:30])
     with pytest.raises(ValueError, match="complete and finite"):
-        cls().fit(np.where(x[:30] > 0, np.nan, 0.0), 5, np.random.default_rng(0))
+        cls(n_questions=5, random_state=0).fit(np.where(x[:30] > 0, np.nan, 0.0))
     with pytest.raises(ValueError, match="metric must be one of"):
-        cls(metric="manhattan").fit(x[:30], 5, np.random.default_rng(0))
+        cls(metric="manhattan", n_questions=5, random_state=0).fit(x[:30])
 
 
 @pytest.mark.parametrize("sample_size", [2000, 30])  # dense PAM, and CLARA + refinement

@@ -146,7 +146,7 @@ def test_empty_clusters_take_the_farthest_point():
 
 def test_pirt_prediction_is_eq_12_with_a_delta_method_sd():
     y, *_ = simulate(m=70, n=150, seed=6)
-    method = PIRT(dim=2).fit(y[:50], 20, np.random.default_rng(0))
+    method = PIRT(dim=2, n_questions=20, random_state=0).fit(y[:50])
     sel, x = method.selected_, y[50:][:, method.selected_]
     mean, sd = method.predict(x)
     theta, cov = estimate_ability(x, method.irt_.discrimination[sel],
@@ -166,8 +166,8 @@ def test_pirt_prediction_is_eq_12_with_a_delta_method_sd():
 def test_gpirt_mixes_eq_13_with_paper_001_lambda():
     y, *_ = simulate(m=70, n=150, seed=7)
     src, tgt = y[:50], y[50:]
-    gp = GPIRT(dim=1).fit(src, 20, np.random.default_rng(0))
-    p = PIRT(dim=1).fit(src, 20, np.random.default_rng(0))
+    gp = GPIRT(dim=1, n_questions=20, random_state=0).fit(src)
+    p = PIRT(dim=1, n_questions=20, random_state=0).fit(src)
     np.testing.assert_array_equal(gp.selected_, p.selected_)  # same coreset
     assert gp.variance_ == pytest.approx(src.var(axis=1).mean() / 80)
     assert gp.lambda_ == pytest.approx(gp.bias_**2 / (gp.bias_**2 + gp.variance_))
@@ -185,7 +185,7 @@ def test_gpirt_mixes_eq_13_with_paper_001_lambda():
 @pytest.mark.parametrize("cls", irt.METHODS)
 def test_methods_honour_the_contract_and_validate(cls):
     y, *_ = simulate(m=40, n=100, seed=8)
-    method = cls(dim=1).fit(y[:30], 15, np.random.default_rng(0))
+    method = cls(dim=1, n_questions=15, random_state=0).fit(y[:30])
     assert len(np.unique(method.selected_)) == 15
     mean, sd = method.predict(y[30:][:, method.selected_])
     assert mean.shape == sd.shape == (10,) and np.all((mean >= 0) & (mean <= 1))
@@ -194,13 +194,13 @@ def test_methods_honour_the_contract_and_validate(cls):
         method.predict(2 * y[30:][:, method.selected_])
     with pytest.raises(ValueError, match=r"x_selected must have shape \(models, 15\)"):
         method.predict(y[30:, :3])
-    with pytest.raises(ValueError, match=r"n must be in \[1, 99\]; got 100"):
-        cls(dim=1).fit(y[:30], 100, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"n_questions must be in \[1, 99\]; got 100"):
+        cls(dim=1, n_questions=100, random_state=0).fit(y[:30])
     with pytest.raises(ValueError, match=r"scores must lie in \[0, 1\]"):
-        cls(dim=1).fit(y[:30] + 1, 5, np.random.default_rng(0))
+        cls(dim=1, n_questions=5, random_state=0).fit(y[:30] + 1)
 
 
 def test_gpirt_needs_four_source_models():
     y, *_ = simulate(m=10, n=40, seed=9)
     with pytest.raises(ValueError, match="at least 4 source models to choose lambda; got 3"):
-        GPIRT(dim=1).fit(y[:3], 5, np.random.default_rng(0))
+        GPIRT(dim=1, n_questions=5, random_state=0).fit(y[:3])

@@ -34,12 +34,10 @@ def irt_scores(m=60, n=120, seed=0):
     return (rng.random((m, n)) < 1 / (1 + np.exp(-1.5 * (ability - difficulty)))).astype(float)
 
 
-def fast(cls):
-    """The method with settings small enough for unit tests."""
-    return {
-        RandomSearchLearn: lambda: RandomSearchLearn(n_search=200, n_pilot=20),
-        DoubleOptimize: lambda: DoubleOptimize(steps=200),
-    }.get(cls, cls)()
+def fast(cls, **params):
+    """The method with settings small enough for unit tests, and ``params``."""
+    small = {RandomSearchLearn: dict(n_search=200, n_pilot=20), DoubleOptimize: dict(steps=200)}
+    return cls(**small.get(cls, {}), **params)
 
 
 # ---------------------------------------------------------------- the method contract
@@ -48,7 +46,7 @@ def fast(cls):
 @pytest.mark.parametrize("cls", METHODS, ids=lambda c: c.name)
 def test_every_method_honours_the_contract(cls):
     x = irt_scores()
-    method = fast(cls).fit(x[:45], 20, np.random.default_rng(0))
+    method = fast(cls, n_questions=20, random_state=0).fit(x[:45])
     sel = method.selected_
     assert sel.shape == (20,) and len(set(sel.tolist())) == 20
     assert sel.min() >= 0 and sel.max() < 120 and np.issubdtype(sel.dtype, np.integer)
@@ -58,7 +56,7 @@ def test_every_method_honours_the_contract(cls):
     # Learned methods should beat a constant guess on these 1-factor scores.
     truth = x[45:].mean(axis=1)
     assert np.abs(mean - truth).mean() < np.abs(x[:45].mean() - truth).mean()
-    again = fast(cls).fit(x[:45], 20, np.random.default_rng(0))
+    again = fast(cls, n_questions=20, random_state=0).fit(x[:45])
     np.testing.assert_array_equal(again.selected_, sel)
     np.testing.assert_allclose(again.predict(x[45:][:, sel])[0], mean)
 
@@ -67,15 +65,15 @@ def test_every_method_honours_the_contract(cls):
 def test_every_method_rejects_bad_input(cls):
     x = irt_scores(m=20, n=40)
     rng = np.random.default_rng(0)
-    with pytest.raises(ValueError, match="n must be in"):
-        fast(cls).fit(x, 40, rng)
+    with pytest.raises(ValueError, match="n_questions must be in"):
+        fast(cls, n_questions=40, random_state=rng).fit(x)
     with pytest.raises(ValueError, match="2-D"):
-        fast(cls).fit(x[0], 5, rng)
+        fast(cls, n_questions=5, random_state=rng).fit(x[0])
     bad = x.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="complete"):
-        fast(cls).fit(bad, 5, rng)
-    method = fast(cls).fit(x, 5, rng)
+        fast(cls, n_questions=5, random_state=rng).fit(bad)
+    method = fast(cls, n_questions=5, random_state=rng).fit(x)
     with pytest.raises(ValueError, match=r"\(models, 5\)"):
         method.predict(x[:, :6])
 
@@ -96,7 +94,7 @@ def test_every_method_rejects_bad_input(cls):
 )
 def test_bad_parameters_are_named(method, message):
     with pytest.raises(ValueError, match=message):
-        method.fit(irt_scores(m=20, n=40), 5, np.random.default_rng(0))
+        method.set_params(n_questions=5, random_state=0).fit(irt_scores(m=20, n=40))
 
 
 # ---------------------------------------------------------------- random search
@@ -152,7 +150,7 @@ def test_draw_coresets_are_sorted_distinct_and_random():
 def test_random_search_keeps_the_best_candidate_by_brute_force():
     x = irt_scores(m=24, n=12, seed=4)
     y = x.mean(axis=1)
-    method = RandomSearchLearn(n_search=40, n_pilot=5).fit(x, 3, np.random.default_rng(7))
+    method = RandomSearchLearn(n_search=40, n_pilot=5, n_questions=3, random_state=7).fit(x)
     folds = method.folds_
     # The search's penalty is the best mean CV error over the pilot candidates.
     pilot = [
@@ -191,7 +189,7 @@ def assert_lasso_optimal(x, y, coef, intercept, alpha, rtol):
 
 def test_lasso_coreset_is_the_support_of_a_lasso_with_n_weights():
     x = irt_scores(m=50, n=200, seed=5)
-    method = LassoCoreset().fit(x[:40], 12, np.random.default_rng(0))
+    method = LassoCoreset(n_questions=12, random_state=0).fit(x[:40])
     support = np.flatnonzero(method.coef_)
     assert len(support) == 12 and method.n_filled_ == 0
     np.testing.assert_array_equal(method.selected_, support)
@@ -218,7 +216,7 @@ def test_lasso_reaches_exactly_n_on_real_binary_scores(name, trial):
     values = np.load(QUESTIONS / f"{name}.npz")["scores"]
     src, _ = model_split(values, "interpolation", np.random.default_rng([0, trial]))
     x = values[src]
-    method = LassoCoreset().fit(x, 50, np.random.default_rng(0))
+    method = LassoCoreset(n_questions=50, random_state=0).fit(x)
     assert np.count_nonzero(method.coef_) == 50 and method.n_filled_ == 0
     assert_lasso_optimal(x, x.mean(axis=1), method.coef_, method.intercept_, method.alpha_,
                          rtol=0.05)
@@ -228,7 +226,7 @@ def test_lasso_fills_a_short_support_with_the_next_to_enter():
     # A penalty grid stopping at alpha_max / 20 cannot reach 30 non-zero weights on 10
     # models (with eps=1e-3 some scikit-learn versions' coordinate descent does).
     x = irt_scores(m=10, n=80, seed=6)
-    method = LassoCoreset(eps=0.05).fit(x, 30, np.random.default_rng(0))
+    method = LassoCoreset(eps=0.05, n_questions=30, random_state=0).fit(x)
     support = np.flatnonzero(method.coef_)
     assert len(support) < 30 and method.n_filled_ == 30 - len(support)
     assert len(set(method.selected_.tolist())) == 30
@@ -331,7 +329,7 @@ def test_double_optimize_is_eq_19_with_no_intercept():
     want_selected, want_theta = eq19_by_hand(x, y, 5, np.random.default_rng(4), 10, 0.01)
     np.testing.assert_array_equal(selected, want_selected)
     np.testing.assert_allclose(theta, want_theta, rtol=1e-4, atol=1e-6)
-    method = DoubleOptimize(steps=40, lr=0.01).fit(x, 5, np.random.default_rng(0))
+    method = DoubleOptimize(steps=40, lr=0.01, n_questions=5, random_state=0).fit(x)
     mean, _ = method.predict(np.zeros((1, 5)))
     assert mean[0] == 0.0  # no intercept: a model that answers nothing right scores 0
 
@@ -391,7 +389,7 @@ def test_pca_impute_recovers_an_exactly_low_rank_matrix():
 
 def test_pca_method_predicts_the_mean_of_observed_and_imputed_scores():
     x = irt_scores(m=50, n=90, seed=10)
-    method = PCAImpute().fit(x[:40], 15, np.random.default_rng(0))
+    method = PCAImpute(n_questions=15, random_state=0).fit(x[:40])
     assert method.rank_ in (2, 5, 10, 20) and set(method.cv_mae_) == {2, 5, 10, 20}
     assert method.cv_mae_[method.rank_] == min(method.cv_mae_.values())
     sel = method.selected_

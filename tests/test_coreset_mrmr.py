@@ -242,7 +242,7 @@ def test_methods_fit_predict_and_registry_names():
     x = irt_scores(m=70, n=150, seed=9)
     assert [cls.name for cls in METHODS] == ["mrmr", "mrmr-mid"]
     for cls in METHODS:
-        method = cls().fit(x[:50], 20, np.random.default_rng(0))
+        method = cls(n_questions=20, random_state=0).fit(x[:50])
         assert len(set(method.selected_.tolist())) == 20
         mean, sd = method.predict(x[50:, method.selected_])
         assert mean.shape == (20,) and np.all(np.isfinite(mean))
@@ -258,7 +258,7 @@ def test_continuous_scores_use_ksg_and_work():
     ability = rng.normal(size=(40, 1))
     x = 1 / (1 + np.exp(-(ability - rng.normal(size=(1, 60))))) + 0.05 * rng.normal(size=(40, 60))
     x[:, :5] = np.round(x[:, :5], 1)  # ties, broken by the method's jitter
-    method = MRMR().fit(x[:30], 8, np.random.default_rng(0))
+    method = MRMR(n_questions=8, random_state=0).fit(x[:30])
     assert len(set(method.selected_.tolist())) == 8
     assert method.selection_.relevance.max() > 0.2
     mean, _ = method.predict(x[30:, method.selected_])
@@ -267,24 +267,24 @@ def test_continuous_scores_use_ksg_and_work():
 
 def test_bad_input_raises():
     x = irt_scores(m=20, n=30)
-    with pytest.raises(ValueError, match=r"n must be in \[1, 29\]; got 30"):
-        MRMR().fit(x, 30, np.random.default_rng(0))
-    with pytest.raises(ValueError, match=r"n must be in \[1, 29\]; got 0"):
-        MRMR().fit(x, 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"n_questions must be in \[1, 29\]; got 30"):
+        MRMR(n_questions=30, random_state=0).fit(x)
+    with pytest.raises(ValueError, match=r"n_questions must be in \[1, 29\]; got 0"):
+        MRMR(n_questions=0, random_state=0).fit(x)
     bad = x.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
-        MRMR().fit(bad, 5, np.random.default_rng(0))
+        MRMR(n_questions=5, random_state=0).fit(bad)
     with pytest.raises(ValueError, match="at least 3 source models"):
-        MRMR().fit(x[:2], 5, np.random.default_rng(0))
+        MRMR(n_questions=5, random_state=0).fit(x[:2])
     with pytest.raises(ValueError, match="scheme must be one of miq, mid; got 'max'"):
-        MRMR(scheme="max").fit(x, 5, np.random.default_rng(0))
+        MRMR(scheme="max", n_questions=5, random_state=0).fit(x)
     with pytest.raises(ValueError, match="k must be >= 1; got 0"):
         ross_mi(x, x.mean(axis=1), 0)
     with pytest.raises(ValueError, match=r"k must be in \[1, 19\]"):
         ksg_mi(x, x.mean(axis=1), 20)
-    with pytest.raises(ValueError, match="expected scores of shape"):
-        MRMR().fit(x, 5, np.random.default_rng(0)).predict(x[:, :4])
+    with pytest.raises(ValueError, match=r"x_selected must have shape \(models, 5\)"):
+        MRMR(n_questions=5, random_state=0).fit(x).predict(x[:, :4])
 
 
 def test_tied_models_do_not_zero_the_relevance():

@@ -111,9 +111,9 @@ def test_refit_keeps_base_questions_and_replaces_predictor(kind):
     x = irt_scores(m=70, n=100, seed=4)
     source, target = x[:50], x[50:]
     base = METHODS["random-sampling"]()
-    method = make_refit(base, kind).fit(source, 15, np.random.default_rng(0))
+    method = make_refit(base, kind, n_questions=15, random_state=0).fit(source)
     assert method.name == "random-sampling" + kind
-    ref = METHODS["random-sampling"]().fit(source, 15, np.random.default_rng(0))
+    ref = METHODS["random-sampling"](n_questions=15, random_state=0).fit(source)
     np.testing.assert_array_equal(method.selected_, ref.selected_)
     mean, sd = method.predict(target[:, method.selected_])
     sub, y = source[:, method.selected_], source.mean(axis=1)
@@ -129,7 +129,7 @@ def test_refit_keeps_base_questions_and_replaces_predictor(kind):
 def test_refit_names_follow_the_base():
     assert make_refit(MRMR(), "++").name == "mrmr++"
     assert make_refit(MRMR(), "+").name == "mrmr+"
-    assert make_refit(MRMR, "+").base.name == "mrmr"  # a class is instantiated
+    assert make_refit(MRMR, "+").estimator.name == "mrmr"  # a class is instantiated
 
     class Anchor:
         name = "anchor-points-weighted"
@@ -143,8 +143,8 @@ def test_refit_improves_on_plain_random_sampling():
     gaps = {"plain": [], "+": [], "++": []}
     for trial in range(5):
         for kind in ("+", "++"):
-            m = make_refit(METHODS["random-sampling"](), kind).fit(
-                source, 30, np.random.default_rng(trial))
+            m = make_refit(METHODS["random-sampling"](), kind, n_questions=30,
+                           random_state=trial).fit(source)
             gaps[kind].append(np.abs(m.predict(target[:, m.selected_])[0]
                                      - target.mean(axis=1)).mean())
         gaps["plain"].append(np.abs(target[:, m.selected_].mean(axis=1)
@@ -156,7 +156,7 @@ def test_refit_improves_on_plain_random_sampling():
 def test_bad_input_raises():
     x, y = regression_data()
     with pytest.raises(ValueError, match="kind must be one of '\\+', '\\+\\+'; got '\\+\\+\\+'"):
-        make_refit(MRMR(), "+++")
+        make_refit(MRMR(), "+++", n_questions=3).fit(x)
     with pytest.raises(ValueError, match="alphas must be positive"):
         ridge_loo(x, y, [0.0, 1.0])
     with pytest.raises(ValueError, match=r"y must have shape \(30,\)"):
@@ -168,9 +168,9 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="finite"):
         kernel_ridge_loo(bad, y)
     with pytest.raises(ValueError, match="finite"):
-        make_refit(MRMR(), "+").fit(bad, 3, np.random.default_rng(0))
-    with pytest.raises(ValueError, match=r"n must be in \[1, 11\]; got 12"):
-        make_refit(MRMR(), "++").fit(x, 12, np.random.default_rng(0))
+        make_refit(MRMR(), "+", n_questions=3, random_state=0).fit(bad)
+    with pytest.raises(ValueError, match=r"n_questions must be in \[1, 11\]; got 12"):
+        make_refit(MRMR(), "++", n_questions=12, random_state=0).fit(x)
     fit = ridge_loo(x, y)
     with pytest.raises(ValueError, match=r"expected scores of shape \(models, 12\)"):
         fit.predict(x[:, :5])

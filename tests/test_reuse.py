@@ -64,11 +64,11 @@ def test_methods_sharing_a_fit_match_their_own_fit():
              "p-irt", "gp-irt", "gp-irt++"]
     alone = {}
     for name in names:
-        method = make_method(name).fit(source, 10, np.random.default_rng(3))
+        method = make_method(name, n_questions=10, random_state=3).fit(source)
         alone[name] = method.selected_, method.predict(target[:, method.selected_])
     with reuse_fits():
         for name in names:
-            method = make_method(name).fit(source, 10, np.random.default_rng(3))
+            method = make_method(name, n_questions=10, random_state=3).fit(source)
             selected, (mean, sd) = alone[name]
             np.testing.assert_array_equal(method.selected_, selected)
             got_mean, got_sd = method.predict(target[:, method.selected_])

@@ -22,7 +22,7 @@ _EXPORTS = {
     "ConvergenceWarning": "gaussian",
     "CovarianceEstimate": "gaussian",
     "GaussianModel": "gaussian",
-    "NotFittedError": "gaussian",
+    "NotFittedError": "exceptions",
     "Prediction": "gaussian",
     "Selection": "gaussian",
     "em_covariance": "gaussian",

@@ -26,7 +26,7 @@ def cmd_coreset(args) -> int:
             f"{args.data}: question-level selection needs complete scores; model(s) "
             f"{', '.join(scores.models[i] for i in rows[:10])} miss some questions")
     n = resolve_n(args.n, scores.n_items)
-    method = make_method(args.method).fit(scores.values, n, np.random.default_rng(args.seed))
+    method = make_method(args.method, n_questions=n, random_state=args.seed).fit(scores.values)
     chosen = [int(j) for j in method.selected_]
     names = [scores.items[j] for j in chosen]
     payload = {"method": args.method if args.method != "default" else DEFAULT_CORESET_METHOD,

@@ -1,31 +1,52 @@
-"""What every question-level method shares: the method contract and small helpers.
+"""What every question-level method shares: the estimator contract and small helpers.
 
-A method is a class with a registry ``name`` and two calls:
+Every method is a :class:`CoresetMethod`, a scikit-learn estimator
+(:class:`sklearn.base.BaseEstimator`): the constructor only stores its
+parameters, among them ``n_questions`` (how many questions to pick) and
+``random_state`` (an int, a :class:`numpy.random.Generator` or None), so
+``get_params``, ``set_params`` and :func:`sklearn.base.clone` work on every
+method. A method has a registry ``name`` and three calls:
 
-``fit(source, n, rng) -> self``
-    ``source`` is the source models' complete scores (M x N, float); ``n``
-    the number of questions to pick; ``rng`` a :class:`numpy.random.Generator`
-    for any randomness. Sets ``selected_``: the chosen question indices
-    (ndarray of int, length ``n``, unique, in the order the predictor expects
-    their scores).
+``fit(source) -> self``
+    ``source`` is the source models' complete scores (M x N, float). The
+    input and the parameters are checked once, up front; then ``selected_``
+    holds the chosen question indices (ndarray of int, length
+    ``n_questions``, unique, in the order the predictor expects their
+    scores).
 
 ``predict(x_selected) -> (mean, sd)``
     ``x_selected`` is target models' scores on ``selected_`` (R x n, columns
     in ``selected_`` order). Returns the predicted full-benchmark mean score
     of each model (R,) and its standard deviation (R,), or ``None`` for
-    ``sd`` when the method has no error bar. A method whose rows are in part
-    design-based estimates (a consistent estimate with its design's error
-    bar) may set ``design_based_`` (bool, one per row) there; calibration
-    then treats those rows apart (:class:`~benchsel.coreset.calibrated.Calibrated`).
+    ``sd`` when the method has no error bar. It changes nothing on the
+    method.
+
+``design_based(x_selected) -> ndarray of bool (R,)``
+    Which rows of ``predict`` are design-based estimates (a consistent
+    estimate with its design's error bar) rather than model-based ones;
+    calibration treats those rows apart
+    (:class:`~benchsel.coreset.calibrated.Calibrated`). False everywhere
+    unless a method says otherwise.
+
+``predict``, ``design_based`` and any fitted attribute (a name ending in
+``_``) raise :class:`benchsel.exceptions.NotFittedError` before ``fit``.
+A subclass implements ``_fit(source, n, rng)`` and ``_predict(x)`` on
+checked arrays, and says how its input is checked (``_min_models``,
+``_unit_interval``, ``_check_params``).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import ClassVar
 
-__all__ = ["ALPHAS", "DRAWS", "RandomQuestions", "check_n", "check_selected", "check_source",
-           "difficulty_strata", "fpc", "nonzero_design_sd", "question_difficulty",
-           "successive_difference_sd"]
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..exceptions import NotFittedError
+
+__all__ = ["ALPHAS", "DRAWS", "CoresetMethod", "RandomQuestions", "as_generator", "check_n",
+           "check_selected", "check_source", "difficulty_strata", "fpc", "inner_settings",
+           "nonzero_design_sd", "question_difficulty", "successive_difference_sd"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
 #: How a :class:`RandomQuestions` method draws its questions.
@@ -94,10 +115,33 @@ def successive_difference_sd(x: np.ndarray, weights: np.ndarray, fallback: float
     return np.sqrt(s2 * float(np.sum(np.square(weights))))
 
 
-def check_n(n: int, total: int) -> None:
-    """Raise unless ``1 <= n < total`` (a coreset is a strict subset)."""
+def check_n(n: int, total: int, name: str = "n") -> int:
+    """``n`` as an int; raise unless it is a whole number with ``1 <= n < total``.
+
+    A coreset is a strict subset of the ``total`` questions. ``name`` is the
+    parameter the message names.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"{name} must be a whole number in [1, {total - 1}]; got {n!r}")
     if not 1 <= n < total:
-        raise ValueError(f"n must be in [1, {total - 1}]; got {n}")
+        raise ValueError(f"{name} must be in [1, {total - 1}]; got {n}")
+    return int(n)
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A :class:`numpy.random.Generator` from a ``random_state`` parameter.
+
+    An int seeds a new generator; a Generator is used as it is (so a fit
+    advances it, as scikit-learn does with a ``RandomState``); None draws a
+    fresh seed from the operating system.
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        return np.random.default_rng(int(random_state))
+    raise ValueError("random_state must be a non-negative int, a numpy.random.Generator or "
+                     f"None; got {random_state!r}")
 
 
 def check_source(source, *, min_models: int = 2, unit_interval: bool = False) -> np.ndarray:
@@ -165,7 +209,124 @@ def difficulty_strata(source: np.ndarray, n: int) -> np.ndarray:
     return strata
 
 
-class RandomQuestions:
+class CoresetMethod(BaseEstimator):
+    """Base class of the question-level methods: scikit-learn's estimator contract.
+
+    Parameters
+    ----------
+    n_questions : int, optional
+        Questions to pick, ``1 <= n_questions < N`` for ``N`` source
+        questions; ``fit`` needs it.
+    random_state : int, numpy.random.Generator or None, default None
+        Seeds every random choice of ``fit``. A Generator is drawn from as it
+        is (several methods given the same one draw alike when it is in the
+        same state); None seeds from the operating system.
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n_questions,)
+        The chosen question indices, in the order ``predict`` takes their
+        scores.
+
+    Notes
+    -----
+    A subclass lists every parameter in its own ``__init__`` (these two
+    included) and stores each under its own name, as scikit-learn requires
+    of ``get_params``; it checks them in ``_check_params`` and does its work
+    in ``_fit(source, n, rng)`` and ``_predict(x)``.
+    """
+
+    #: Registry name (:func:`benchsel.coreset.methods.make_method`).
+    name: ClassVar[str] = ""
+    #: Fewest source models ``fit`` accepts.
+    _min_models: ClassVar[int] = 2
+    #: Whether scores must lie in [0, 1] (source and targets).
+    _unit_interval: ClassVar[bool] = False
+
+    def __init__(self, n_questions: int | None = None, *, random_state=None):
+        self.n_questions = n_questions
+        self.random_state = random_state
+
+    def fit(self, source) -> CoresetMethod:
+        """Choose ``n_questions`` questions on the source models and fit the predictor.
+
+        Parameters
+        ----------
+        source : array-like of shape (M, N)
+            Source models' complete scores.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        x = check_source(source, min_models=self._min_models, unit_interval=self._unit_interval)
+        n_questions, random_state = self._fit_settings()
+        n = check_n(n_questions, x.shape[1], "n_questions")
+        self._fit(x, n, as_generator(random_state))
+        return self
+
+    def predict(self, x_selected):
+        """Predicted full-benchmark mean of each target model and its standard deviation.
+
+        Parameters
+        ----------
+        x_selected : array-like of shape (R, n_questions)
+            Target models' scores on ``selected_``, in that order (one model
+            may be 1-D).
+
+        Returns
+        -------
+        mean : ndarray of shape (R,)
+        sd : ndarray of shape (R,) or None
+            None for a method without an error bar.
+        """
+        return self._predict(self._check_x(x_selected))
+
+    def design_based(self, x_selected) -> np.ndarray:
+        """Which rows of ``predict(x_selected)`` are design-based estimates (bool, (R,))."""
+        return np.zeros(len(self._check_x(x_selected)), dtype=bool)
+
+    def _check_x(self, x_selected) -> np.ndarray:
+        if "selected_" not in vars(self):
+            raise self._not_fitted()
+        return check_selected(x_selected, len(self.selected_), unit_interval=self._unit_interval)
+
+    def _not_fitted(self) -> NotFittedError:
+        return NotFittedError(f"this {type(self).__name__} is not fitted yet; "
+                              "call fit(source) first")
+
+    def __getattr__(self, name: str):
+        # Reached only when ordinary lookup fails: a fitted attribute read
+        # before fit is a NotFittedError (an AttributeError too, so hasattr
+        # and getattr with a default behave as usual).
+        if name.endswith("_") and not name.startswith("_") and "selected_" not in vars(self):
+            raise self._not_fitted()
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _fit_settings(self):
+        """The ``(n_questions, random_state)`` that ``fit`` uses."""
+        return self.n_questions, self.random_state
+
+    def _check_params(self) -> None:
+        """Raise ValueError for a parameter out of range (before any work)."""
+
+    def _fit(self, source: np.ndarray, n: int, rng: np.random.Generator) -> None:
+        raise NotImplementedError
+
+    def _predict(self, x: np.ndarray):
+        raise NotImplementedError
+
+
+def inner_settings(wrapper: CoresetMethod) -> tuple:
+    """``(n_questions, random_state)`` of a method that fits another one (its
+    ``estimator``): its own, or where those are None, the estimator's."""
+    n, state = wrapper.n_questions, wrapper.random_state
+    return (wrapper.estimator.n_questions if n is None else n,
+            wrapper.estimator.random_state if state is None else state)
+
+
+class RandomQuestions(CoresetMethod):
     """Shared part of the methods that sample questions at random.
 
     ``draw = "uniform"`` takes ``n`` questions uniformly without replacement;
@@ -174,16 +335,29 @@ class RandomQuestions:
     question's design weight (its stratum's share of the questions; ``1/n``
     for a uniform draw), so that ``weights_ @ y`` is the design-unbiased
     estimate of a model's full-benchmark mean from its scores ``y`` on
-    ``selected_``.
+    ``selected_``. Parameters as :class:`CoresetMethod`.
+
+    Attributes
+    ----------
+    selected_ : ndarray of int, shape (n,)
+        Ascending.
+    weights_ : ndarray of shape (n,)
+    strata_ : ndarray of int, shape (n,)
+        The selected questions' strata (stratified draws only).
+    total_questions_ : int
+        Questions in the source.
+    question_sd_ : float
+        The source models' median spread over questions.
+    unit_interval_ : bool
+        Whether every source score lies in [0, 1].
     """
 
-    draw = "uniform"
+    draw: ClassVar[str] = "uniform"
 
-    def fit(self, source: np.ndarray, n: int, rng) -> RandomQuestions:
-        self.n_questions = source.shape[1]
-        check_n(n, self.n_questions)
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        self.total_questions_ = source.shape[1]
         if self.draw == "uniform":
-            self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+            self.selected_ = np.sort(rng.choice(self.total_questions_, n, replace=False))
             self.weights_ = np.full(n, 1.0 / n)
         elif self.draw == "stratified":
             strata = difficulty_strata(source, n)
@@ -194,7 +368,7 @@ class RandomQuestions:
             picked = by_stratum[starts + (rng.random(n) * sizes).astype(np.intp)]
             order = np.argsort(picked)
             self.selected_ = picked[order]
-            self.weights_ = sizes[order] / self.n_questions
+            self.weights_ = sizes[order] / self.total_questions_
             # The selected questions' strata, for estimators that need the draw's order.
             self.strata_ = strata[self.selected_]
         else:
@@ -202,11 +376,13 @@ class RandomQuestions:
         # A model's spread over questions, typical of the source models: the
         # sampling SD a single run question cannot estimate for itself.
         self.question_sd_ = (float(np.median(source.std(axis=1, ddof=1)))
-                             if self.n_questions > 1 else 0.0)
+                             if self.total_questions_ > 1 else 0.0)
         # Scores in [0, 1] get a binomial error bar where the sample's is zero.
         self.unit_interval_ = bool(source.min() >= 0 and source.max() <= 1)
-        self._fit(source)
-        return self
+        self._fit_predictor(source)
+
+    def _fit_predictor(self, source: np.ndarray) -> None:
+        """Fit what predicts from the drawn questions (nothing for a design-based mean)."""
 
     def _sample_sd(self, x: np.ndarray) -> np.ndarray:
         """Per-row SD of sampled scores (ddof 1); the source models' typical one for n = 1."""
@@ -231,14 +407,11 @@ class RandomQuestions:
         else:
             n = x.shape[1]
             mean = x.mean(axis=1)
-            sd = self._sample_sd(x) / np.sqrt(n) * fpc(n, self.n_questions)
+            sd = self._sample_sd(x) / np.sqrt(n) * fpc(n, self.total_questions_)
         return mean, self._design_sd(mean, sd)
 
     def _design_sd(self, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
         """``sd`` with its zeros replaced by :func:`nonzero_design_sd` on [0, 1] scores."""
         if not self.unit_interval_:
             return sd
-        return nonzero_design_sd(mean, sd, len(self.selected_), self.n_questions)
-
-    def _fit(self, source: np.ndarray) -> None:
-        pass
+        return nonzero_design_sd(mean, sd, len(self.selected_), self.total_questions_)

@@ -63,7 +63,7 @@ import numpy as np
 from sklearn.linear_model import RidgeCV
 
 from .._reuse import reused
-from ._base import ALPHAS, check_n, check_selected, check_source
+from ._base import ALPHAS, CoresetMethod, check_n, check_source
 
 __all__ = [
     "METHODS",
@@ -438,27 +438,27 @@ def anchor_points(source, n: int, *, metric: str = "correlation", rng=None,
     return result.medoids[order], sizes / x.shape[1], result
 
 
-class _AnchorBase:
+class _AnchorBase(CoresetMethod):
     """Shared fit: cluster the questions, keep the medoids and their weights."""
 
-    name = ""
-
-    def __init__(self, *, metric: str = "correlation", n_init: int = 3,
-                 max_candidates: int = 500):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 metric: str = "correlation", n_init: int = 3, max_candidates: int = 500):
+        super().__init__(n_questions, random_state=random_state)
         self.metric = metric
         self.n_init = n_init
         self.max_candidates = max_candidates
 
-    def fit(self, source, n: int, rng):
-        x = check_source(source)
-        self.n_questions = x.shape[1]
-        self.selected_, self.weights_, self.clustering_ = anchor_points(
-            x, n, metric=self.metric, rng=rng, n_init=self.n_init,
-            max_candidates=self.max_candidates)
-        self._fit(x)
-        return self
+    def _check_params(self) -> None:
+        _check_metric(self.metric)
 
-    def _fit(self, source: np.ndarray) -> None:
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        self.total_questions_ = source.shape[1]
+        self.selected_, self.weights_, self.clustering_ = anchor_points(
+            source, n, metric=self.metric, rng=rng, n_init=self.n_init,
+            max_candidates=self.max_candidates)
+        self._fit_predictor(source)
+
+    def _fit_predictor(self, source: np.ndarray) -> None:
         pass
 
 
@@ -467,6 +467,10 @@ class AnchorPointsWeighted(_AnchorBase):
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        seeds k-medoids.
     metric : {"correlation", "euclidean"}, default "correlation"
     n_init : int, default 3
     max_candidates : int, default 500
@@ -475,12 +479,11 @@ class AnchorPointsWeighted(_AnchorBase):
 
     name = "anchor-points-weighted"
 
-    def _fit(self, source: np.ndarray) -> None:
+    def _fit_predictor(self, source: np.ndarray) -> None:
         err = source[:, self.selected_] @ self.weights_ - source.mean(axis=1)
         self.sd_ = float(np.sqrt(np.mean(err**2)))
 
-    def predict(self, x_selected):
-        x = check_selected(x_selected, len(self.selected_))
+    def _predict(self, x: np.ndarray):
         mean = x @ self.weights_
         return mean, np.full(mean.shape, self.sd_)
 
@@ -493,30 +496,22 @@ class AnchorPointsPredictor(_AnchorBase):
     targets, so one ridge onto the mean of the rest gives the same answer for
     the same penalty. The penalty is chosen by leave-one-out over
     ``10^-3 .. 10^3`` for that mean (with ``M`` about ``n`` an unpenalized fit
-    is ill-posed).
-
-    Parameters
-    ----------
-    metric : {"correlation", "euclidean"}, default "correlation"
-    n_init : int, default 3
-    max_candidates : int, default 500
-        See :func:`kmedoids`.
+    is ill-posed). Parameters as :class:`AnchorPointsWeighted`.
     """
 
     name = "anchor-points-predictor"
 
-    def _fit(self, source: np.ndarray) -> None:
-        rest = np.ones(self.n_questions, bool)
+    def _fit_predictor(self, source: np.ndarray) -> None:
+        rest = np.ones(self.total_questions_, bool)
         rest[self.selected_] = False
         self.model_ = RidgeCV(alphas=ALPHAS, store_cv_results=True)
         self.model_.fit(source[:, self.selected_], source[:, rest].mean(axis=1))
         loo = self.model_.cv_results_[:, list(ALPHAS).index(self.model_.alpha_)]
-        share = rest.sum() / self.n_questions
+        share = rest.sum() / self.total_questions_
         self.sd_ = float(np.sqrt(np.mean(loo)) * share)
 
-    def predict(self, x_selected):
-        x = check_selected(x_selected, len(self.selected_))
-        n, total = len(self.selected_), self.n_questions
+    def _predict(self, x: np.ndarray):
+        n, total = len(self.selected_), self.total_questions_
         mean = ((total - n) * self.model_.predict(x) + n * x.mean(axis=1)) / total
         return mean, np.full(mean.shape, self.sd_)
 

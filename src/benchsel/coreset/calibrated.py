@@ -20,9 +20,9 @@ Models above and below the range are calibrated apart (signed
 source is judged by held-out models that were stronger than their fit, not by
 the weak ones a fit on the strongest missed.
 
-A method may say which rows of its last prediction were design-based (a
-boolean ``design_based_``, as the guarded ensemble does for its consistent
-estimate): those rows get a multiplier of their own, from the held-out cells
+A method may say which rows of a prediction are design-based
+(``design_based(x_selected)``, as the guarded ensemble does for its
+consistent estimate): those rows get a multiplier of their own, from the held-out cells
 that were design-based too (1 when fewer than 20), since their error bar
 comes from the model's own answers and does not grow with the distance from
 the sources. Calibrating them with the model-based rows' residuals had
@@ -39,24 +39,61 @@ rightly smaller than the held-out models').
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+from sklearn.base import clone
 
 from ..calibration import Calibration, calibration_splits, fit_calibration, range_excess
+from ._base import CoresetMethod, inner_settings
 
-__all__ = ["Calibrated"]
+__all__ = ["Calibrated", "CalibratedPrediction"]
 
 #: Quantile of the held-out models' positive standard deviations used as the floor.
 FLOOR_QUANTILE = 0.05
 
 
-class Calibrated:
+class CalibratedPrediction(NamedTuple):
+    """What :meth:`Calibrated.predict_details` returns, one entry per target model.
+
+    Attributes
+    ----------
+    mean : ndarray (R,)
+        The method's prediction.
+    sd : ndarray (R,)
+        Its calibrated standard deviation.
+    raw_sd : ndarray (R,) or None
+        The method's own standard deviation (None: it has none).
+    outside : ndarray of bool (R,)
+        Whether the model's mean on the chosen questions lies outside the
+        range of the source models' means on them.
+    design_based : ndarray of bool (R,)
+        Whether the method's estimate is design-based (calibrated apart).
+    """
+
+    mean: np.ndarray
+    sd: np.ndarray
+    raw_sd: np.ndarray | None
+    outside: np.ndarray
+    design_based: np.ndarray
+
+
+class Calibrated(CoresetMethod):
     """A question-level method whose ``predict`` returns calibrated standard deviations.
 
     Parameters
     ----------
-    factory : callable returning an unfitted method
-        E.g. ``lambda: make_method("guarded-ensemble")``; called once for the
-        fit and once per calibration split.
+    estimator : CoresetMethod
+        The method to calibrate, e.g. ``make_method("guarded-ensemble",
+        n_questions=50, random_state=0)``. ``fit`` fits a clone of it
+        (:func:`sklearn.base.clone`) on the source models, then one clone per
+        calibration split, each with its own ``random_state``.
+    n_questions : int, optional
+        Questions to pick; None takes the estimator's.
+    random_state : int, numpy.random.Generator or None, default None
+        Seeds the method's fit and the calibration splits; None takes the
+        estimator's. The method's fit draws from it first, so the questions
+        and means are those of the method fitted alone with the same state.
     level : float, default 0.9
         The interval coverage the multipliers are calibrated for.
     folds : int, default 3
@@ -64,28 +101,39 @@ class Calibrated:
 
     Attributes
     ----------
-    method_ : the fitted method
+    method_ : CoresetMethod
+        The fitted method.
     selected_ : ndarray of int
         The method's questions.
+    has_sd_ : bool
+        Whether the method has an error bar of its own.
     calibration_ : Calibration
         Multipliers of the model-based rows.
     design_calibration_ : Calibration
         Multiplier (``inside``) of the design-based rows.
     floor_, design_floor_ : float
+    source_selected_ : ndarray (M, n_questions)
+        The source models' scores on the chosen questions (the reference of
+        the range a target lies inside or outside).
     """
 
-    def __init__(self, factory, *, level: float = 0.9, folds: int = 3):
-        self.factory = factory
+    def __init__(self, estimator, *, n_questions: int | None = None, random_state=None,
+                 level: float = 0.9, folds: int = 3):
+        super().__init__(n_questions, random_state=random_state)
+        self.estimator = estimator
         self.level = level
         self.folds = folds
 
     @property
     def name(self) -> str:
-        return self.method_.name if hasattr(self, "method_") else self.factory().name
+        return self.estimator.name
 
-    def fit(self, source: np.ndarray, n: int, rng) -> Calibrated:
-        source = np.asarray(source, dtype=float)
-        self.method_ = self.factory().fit(source, n, rng)
+    def _fit_settings(self):
+        return inner_settings(self)
+
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        self.method_ = clone(self.estimator).set_params(n_questions=n, random_state=rng)
+        self.method_.fit(source)
         self.selected_ = self.method_.selected_
         self.has_sd_ = True
         seed = int(rng.integers(2**32))
@@ -94,15 +142,16 @@ class Calibrated:
             train, held = source[split.train], source[split.validation]
             if split.train.size < 5 or held.shape[0] == 0:
                 continue
-            method = self.factory().fit(train, n, np.random.default_rng([seed, s]))
-            sel = method.selected_
-            mean, sd = method.predict(held[:, sel])
+            method = clone(self.estimator).set_params(
+                n_questions=n, random_state=np.random.default_rng([seed, s])).fit(train)
+            x = held[:, method.selected_]
+            mean, sd = method.predict(x)
             if sd is None:
                 self.has_sd_ = False
                 sd = np.ones_like(mean)
-            excess = range_excess(train[:, sel], held[:, sel], signed=True)
+            excess = range_excess(train[:, method.selected_], x, signed=True)
             for bucket, values in zip(parts, (held.mean(axis=1) - mean, sd, excess,
-                                              _design_based(method, len(mean)))):
+                                              method.design_based(x))):
                 bucket.append(np.asarray(values))
         if parts[0]:
             residual, sd, excess, design = (np.concatenate(p) for p in parts)
@@ -124,18 +173,28 @@ class Calibrated:
         else:  # too few source models to hold any out
             self.calibration_, self.floor_ = Calibration(self.level), 0.0
             self.design_calibration_, self.design_floor_ = Calibration(self.level), 0.0
-        self._source = source
-        return self
+        self.source_selected_ = source[:, self.selected_]
 
-    def predict(self, x_selected: np.ndarray):
-        """Mean and calibrated standard deviation of each target model's full-benchmark score."""
-        x = np.atleast_2d(np.asarray(x_selected, dtype=float))
+    def predict_details(self, x_selected) -> CalibratedPrediction:
+        """The prediction with its calibrated and its own standard deviation, and more.
+
+        Parameters
+        ----------
+        x_selected : array-like of shape (R, n_questions)
+            Target models' scores on ``selected_``.
+
+        Returns
+        -------
+        CalibratedPrediction
+        """
+        return self._details(self._check_x(x_selected))
+
+    def _details(self, x: np.ndarray) -> CalibratedPrediction:
         mean, sd = self.method_.predict(x)
-        self.raw_sd_ = None if sd is None else np.asarray(sd, dtype=float)
-        sd = np.ones_like(mean) if sd is None else np.asarray(sd, dtype=float)
-        excess = range_excess(self._source[:, self.selected_], x, signed=True)
-        self.outside_ = excess != 0
-        design = _design_based(self.method_, len(mean))
+        raw = None if sd is None else np.asarray(sd, dtype=float)
+        sd = np.ones_like(mean) if sd is None else raw
+        excess = range_excess(self.source_selected_, x, signed=True)
+        design = np.asarray(self.method_.design_based(x), dtype=bool)
         factor = np.where(design, self.design_calibration_.inside,
                           self.calibration_.factor(excess))
         # A design-based error bar comes from the model's own answers and holds
@@ -143,16 +202,17 @@ class Calibrated:
         # held-out one's): the floor replaces only a zero one.
         floored = np.where(design, np.where(sd > 0, sd, self.design_floor_),
                            np.maximum(sd, self.floor_))
-        return mean, floored * factor
+        return CalibratedPrediction(mean, floored * factor, raw, excess != 0, design)
+
+    def _predict(self, x: np.ndarray):
+        details = self._details(x)
+        return details.mean, details.sd
+
+    def design_based(self, x_selected) -> np.ndarray:
+        return self.method_.design_based(self._check_x(x_selected))
 
 
 def _floor(sd: np.ndarray) -> float:
     """The :data:`FLOOR_QUANTILE` quantile of the positive held-out standard deviations."""
     positive = sd[sd > 0]
     return float(np.quantile(positive, FLOOR_QUANTILE)) if positive.size else 0.0
-
-
-def _design_based(method, rows: int) -> np.ndarray:
-    """Which rows of the method's last prediction were design-based (``design_based_``)."""
-    flags = getattr(method, "design_based_", None)
-    return np.zeros(rows, dtype=bool) if flags is None else np.asarray(flags, dtype=bool)

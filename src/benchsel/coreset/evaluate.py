@@ -212,19 +212,25 @@ def run_trial(values, split, sources, seed, trial, names, n, calibrate=True,
     out = {"target": tgt, "source": src}
     with one_blas_thread(user_api=None), reuse_fits():
         for name in names:
-            rng = np.random.default_rng([seed, trial, 1])
+            method = make_method(name, n_questions=n,
+                                 random_state=np.random.default_rng([seed, trial, 1]))
+            if calibrate:
+                method = Calibrated(method)
             t0 = time.perf_counter()
             # Degenerate splits (every source model alike, a constant question) make
             # some methods divide by zero: their estimates come out non-finite and
             # are reported per method by _summarize, not as numpy's warnings.
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                method = (Calibrated(lambda name=name: make_method(name)) if calibrate
-                          else make_method(name)).fit(values[src], n, rng)
+                method.fit(values[src])
                 t1 = time.perf_counter()
-                mean, sd = method.predict(values[np.ix_(tgt, method.selected_)])
+                x = values[np.ix_(tgt, method.selected_)]
+                if calibrate:
+                    mean, sd, raw = method.predict_details(x)[:3]
+                else:
+                    mean, sd = method.predict(x)
+                    raw = sd
             t2 = time.perf_counter()
-            raw = method.raw_sd_ if calibrate else sd
             out[name] = (np.asarray(mean, float), None if sd is None else np.asarray(sd, float),
                          np.asarray(method.selected_), t1 - t0, t2 - t1,
                          None if raw is None else np.asarray(raw, float))

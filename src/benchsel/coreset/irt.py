@@ -89,7 +89,7 @@ from scipy.special import expit
 from sklearn.cluster import KMeans
 
 from .._reuse import reused
-from ._base import check_n, check_selected, check_source
+from ._base import CoresetMethod, check_n, check_source
 
 __all__ = [
     "METHODS",
@@ -509,11 +509,15 @@ def pirt_prediction(fit: IRTFit, selected, x_selected, *, prior_sd: float = 10.0
     return mean, share * np.sqrt(var_theta + var_unseen)
 
 
-class PIRT:
+class PIRT(CoresetMethod):
     """p-IRT: IRT anchor points, ability from the coreset, eq. 12 of paper 002.
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        seeds k-means (and gp-IRT's held-out halves).
     dim : int, default 5
         IRT dimension.
     hierarchical : bool, default True
@@ -528,9 +532,12 @@ class PIRT:
     """
 
     name = "p-irt"
+    _unit_interval = True
 
-    def __init__(self, *, dim: int = 5, hierarchical: bool = True, prior_sd: float = 10.0,
-                 n_init: int = 3, max_iter: int = 50):
+    def __init__(self, n_questions: int | None = None, *, random_state=None, dim: int = 5,
+                 hierarchical: bool = True, prior_sd: float = 10.0, n_init: int = 3,
+                 max_iter: int = 50):
+        super().__init__(n_questions, random_state=random_state)
         self.dim = dim
         self.max_iter = max_iter
         self.hierarchical = hierarchical
@@ -543,26 +550,18 @@ class PIRT:
                                              max_iter=self.max_iter),
                       x, dim=self.dim, hierarchical=self.hierarchical, max_iter=self.max_iter)
 
-    def fit(self, source, n: int, rng):
-        x = check_source(source, unit_interval=True)
-        self.n_questions = x.shape[1]
-        check_n(n, self.n_questions)
-        self.irt_ = self._fit_irt(x)
-        self.selected_, self.weights_ = irt_anchor_points(self.irt_, x, n, rng,
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        self.total_questions_ = source.shape[1]
+        self.irt_ = self._fit_irt(source)
+        self.selected_, self.weights_ = irt_anchor_points(self.irt_, source, n, rng,
                                                           n_init=self.n_init)
-        self._fit(x, rng)
-        return self
+        self._fit_predictor(source, rng)
 
-    def _fit(self, source: np.ndarray, rng) -> None:
+    def _fit_predictor(self, source: np.ndarray, rng) -> None:
         pass
 
-    def _pirt(self, x_selected):
-        x = check_selected(x_selected, len(self.selected_), unit_interval=True)
-        return x, pirt_prediction(self.irt_, self.selected_, x, prior_sd=self.prior_sd)
-
-    def predict(self, x_selected):
-        _, (mean, sd) = self._pirt(x_selected)
-        return mean, sd
+    def _predict(self, x: np.ndarray):
+        return pirt_prediction(self.irt_, self.selected_, x, prior_sd=self.prior_sd)
 
 
 class GPIRT(PIRT):
@@ -574,10 +573,14 @@ class GPIRT(PIRT):
 
     name = "gp-irt"
 
-    def _fit(self, source: np.ndarray, rng) -> None:
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        if source.shape[0] < 4:  # before the IRT fit
+            raise ValueError("gp-irt needs at least 4 source models to choose lambda; "
+                             f"got {source.shape[0]}")
+        super()._fit(source, n, rng)
+
+    def _fit_predictor(self, source: np.ndarray, rng) -> None:
         m, total = source.shape
-        if m < 4:
-            raise ValueError(f"gp-irt needs at least 4 source models to choose lambda; got {m}")
         models = rng.permutation(m)
         train, valid = models[: m // 2], models[m // 2:]
         half = self._fit_irt(source[train])
@@ -592,8 +595,8 @@ class GPIRT(PIRT):
         total_sq = self.bias_**2 + self.variance_
         self.lambda_ = self.bias_**2 / total_sq if total_sq > 0 else 0.0
 
-    def predict(self, x_selected):
-        x, (pirt, pirt_sd) = self._pirt(x_selected)
+    def _predict(self, x: np.ndarray):
+        pirt, pirt_sd = super()._predict(x)
         lam = self.lambda_
         weighted = x @ self.weights_
         mean = lam * weighted + (1 - lam) * pirt

@@ -1,8 +1,8 @@
 """Learned question-level methods of Zhang et al. (2025, paper 002, Sec. 3 and App. A).
 
-Each is a method in the sense of :mod:`benchsel.coreset._base` (``name``,
-``fit(source, n, rng)``, ``predict(x_selected)``); the array-level work is in
-plain functions beside them.
+Each is a :class:`~benchsel.coreset._base.CoresetMethod` (``name``,
+``fit(source)``, ``predict(x_selected)``); the array-level work is in plain
+functions beside them.
 
 * ``random-search-learn`` -- draw ``n_search`` (10,000) random coresets, score
   each by cross-validated ridge regression from its scores to the full mean on
@@ -63,7 +63,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, RidgeCV
 
 from .._parallel import one_blas_thread
-from ._base import ALPHAS, check_n, check_selected, check_source
+from ._base import ALPHAS, CoresetMethod, check_n, check_source
 
 __all__ = [
     "METHODS",
@@ -244,11 +244,15 @@ def coreset_cv_predictions(
     return out
 
 
-class RandomSearchLearn:
+class RandomSearchLearn(CoresetMethod):
     """Random-search-learn: the best of many random coresets by cross-validated ridge.
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        draws the folds and the candidates.
     n_search : int, default 10000
         Random coresets drawn (paper 001 and 002 use 10,000).
     n_pilot : int, default 100
@@ -274,23 +278,25 @@ class RandomSearchLearn:
 
     name = "random-search-learn"
 
-    def __init__(self, *, n_search: int = 10_000, n_pilot: int = 100):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 n_search: int = 10_000, n_pilot: int = 100):
+        super().__init__(n_questions, random_state=random_state)
         self.n_search = n_search
         self.n_pilot = n_pilot
 
+    def _check_params(self) -> None:
+        _check_positive("n_search", self.n_search, integer=True)
+        _check_positive("n_pilot", self.n_pilot, integer=True)
+
     @one_blas_thread()
-    def fit(self, source, n: int, rng) -> RandomSearchLearn:
-        """Search ``n_search`` random coresets of ``n`` questions on ``source`` (M x N).
+    def _fit(self, x: np.ndarray, n: int, rng) -> None:
+        """Search ``n_search`` random coresets of ``n`` questions on ``x`` (M x N).
 
         The error bar is the cross-validated RMSE of the *median* candidate,
         not of the winner: the winner's own cross-validated error is biased
         low by the selection among thousands, and its coreset is a random
         one with a favourable draw on these source models.
         """
-        x = check_source(source)
-        _check_positive("n_search", self.n_search, integer=True)
-        _check_positive("n_pilot", self.n_pilot, integer=True)
-        check_n(n, x.shape[1])
         target = x.mean(axis=1)
         self.folds_ = kfold_ids(len(x), rng)
         self.candidates_ = draw_coresets(rng, x.shape[1], n, self.n_search)
@@ -302,7 +308,6 @@ class RandomSearchLearn:
         rmse = np.sqrt((resid**2).mean(axis=1))
         self.sd_ = float(np.median(rmse))
         self.model_ = RidgeCV(alphas=ALPHAS).fit(x[:, self.selected_], target)
-        return self
 
     def _pilot_alpha(self, x: np.ndarray, target: np.ndarray) -> float:
         pilot = self.candidates_[: self.n_pilot]
@@ -313,9 +318,7 @@ class RandomSearchLearn:
         return float(ALPHAS[int(np.argmin(scores))])
 
     @one_blas_thread()
-    def predict(self, x_selected):
-        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = check_selected(x_selected, len(self.selected_))
+    def _predict(self, x: np.ndarray):
         mean = self.model_.predict(x)
         return mean, np.full(mean.shape, self.sd_)
 
@@ -479,11 +482,15 @@ def _fill_next_to_enter(x, y, coef, intercept, support: np.ndarray, n: int) -> n
     return order[: n - len(support)]
 
 
-class LassoCoreset:
+class LassoCoreset(CoresetMethod):
     """Lasso: the support of a lasso from all questions to the full mean.
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        draws the cross-validation folds of the error bar.
     n_alphas : int, default 60
         Points on the penalty grid from ``alpha_max`` to ``eps * alpha_max``.
     eps : float, default 1e-3
@@ -513,18 +520,15 @@ class LassoCoreset:
 
     name = "lasso"
 
-    def __init__(self, *, n_alphas: int = 60, eps: float = 1e-3, bisect: int = 20,
-                 probes: int = 32):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 n_alphas: int = 60, eps: float = 1e-3, bisect: int = 20, probes: int = 32):
+        super().__init__(n_questions, random_state=random_state)
         self.n_alphas = n_alphas
         self.eps = eps
         self.bisect = bisect
         self.probes = probes
 
-    @one_blas_thread()
-    def fit(self, source, n: int, rng) -> LassoCoreset:
-        """Fit on source models' scores (M x N); ``rng`` draws the CV folds."""
-        x = check_source(source)
-        check_n(n, x.shape[1])
+    def _check_params(self) -> None:
         if isinstance(self.n_alphas, bool) or not isinstance(self.n_alphas, (int, np.integer)) \
                 or self.n_alphas < 2:
             raise ValueError(f"n_alphas must be an integer >= 2; got {self.n_alphas!r}")
@@ -534,6 +538,9 @@ class LassoCoreset:
             raise ValueError(f"bisect must be >= 0; got {self.bisect!r}")
         if self.probes < 0:
             raise ValueError(f"probes must be >= 0; got {self.probes!r}")
+
+    @one_blas_thread()
+    def _fit(self, x: np.ndarray, n: int, rng) -> None:
         y = x.mean(axis=1)
         model = lasso_coreset(x, y, n, n_alphas=self.n_alphas, eps=self.eps, bisect=self.bisect,
                               probes=self.probes)
@@ -544,7 +551,6 @@ class LassoCoreset:
         self.selected_ = np.concatenate([support, np.sort(fill)])
         self.weights_ = self.coef_[self.selected_]
         self.sd_ = self._cv_sd(x, y, model, rng)
-        return self
 
     def _cv_sd(self, x, y, model: Lasso, rng) -> float:
         folds = kfold_ids(len(x), rng)
@@ -560,9 +566,7 @@ class LassoCoreset:
         return float(np.sqrt(np.mean(resid**2)))
 
     @one_blas_thread()
-    def predict(self, x_selected):
-        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = check_selected(x_selected, len(self.selected_))
+    def _predict(self, x: np.ndarray):
         mean = x @ self.weights_ + self.intercept_
         return mean, np.full(mean.shape, self.sd_)
 
@@ -734,7 +738,7 @@ def double_optimize(
     return selected[0], theta[0]
 
 
-class DoubleOptimize:
+class DoubleOptimize(CoresetMethod):
     """Double-optimize: gradient descent on the coreset and the regression together.
 
     The model of paper 002, eq. 18: ``h(f) = [s(f) * TopMask(pi; n)]^T theta``,
@@ -743,6 +747,10 @@ class DoubleOptimize:
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        draws the folds, the held-out models and ``pi``'s starts.
     steps : int, default 1000
         Adam steps.
     lr : float, default 0.001
@@ -764,20 +772,21 @@ class DoubleOptimize:
 
     name = "double-optimize"
 
-    def __init__(self, *, steps: int = 1000, lr: float = 0.001, holdout: float = 0.2):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 steps: int = 1000, lr: float = 0.001, holdout: float = 0.2):
+        super().__init__(n_questions, random_state=random_state)
         self.steps = steps
         self.lr = lr
         self.holdout = holdout
 
-    @one_blas_thread()
-    def fit(self, source, n: int, rng) -> DoubleOptimize:
-        """Fit on source models' scores (M x N); ``rng`` draws the folds and ``pi``'s starts."""
-        x = check_source(source)
-        check_n(n, x.shape[1])
+    def _check_params(self) -> None:
         _check_positive("steps", self.steps, integer=True)
         _check_positive("lr", self.lr)
         if not 0 <= self.holdout < 1:
             raise ValueError(f"holdout must be in [0, 1); got {self.holdout!r}")
+
+    @one_blas_thread()
+    def _fit(self, x: np.ndarray, n: int, rng) -> None:
         y = x.mean(axis=1)
         folds = kfold_ids(len(x), rng)
         ids = np.unique(folds)
@@ -792,12 +801,9 @@ class DoubleOptimize:
             test = folds == f
             resid[test] = y[test] - x[np.ix_(test, selected[k])] @ theta[k]
         self.sd_ = float(np.sqrt(np.mean(resid**2)))
-        return self
 
     @one_blas_thread()
-    def predict(self, x_selected):
-        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = check_selected(x_selected, len(self.selected_))
+    def _predict(self, x: np.ndarray):
         mean = x @ self.theta_
         return mean, np.full(mean.shape, self.sd_)
 
@@ -938,11 +944,15 @@ def pca_impute(
     return full
 
 
-class PCAImpute:
+class PCAImpute(CoresetMethod):
     """PCA: random questions, the rest imputed by iterative low-rank PCA.
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        draws the questions and the cross-validation folds.
     ranks : tuple of int, default (2, 5, 10, 20)
         Candidate numbers of components; those below the number of models in
         a cross-validation fit are tried, and the best by 4-fold
@@ -966,14 +976,14 @@ class PCAImpute:
 
     name = "pca"
 
-    def __init__(self, *, ranks=PCA_RANKS, max_iter: int = 100, tol: float = 1e-5):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 ranks=PCA_RANKS, max_iter: int = 100, tol: float = 1e-5):
+        super().__init__(n_questions, random_state=random_state)
         self.ranks = ranks
         self.max_iter = max_iter
         self.tol = tol
 
-    @one_blas_thread()
-    def fit(self, source, n: int, rng) -> PCAImpute:
-        """Draw ``n`` random questions and choose the rank on ``source`` (M x N)."""
+    def _check_params(self) -> None:
         ranks = tuple(self.ranks)
         if not ranks or any(
             isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in ranks
@@ -981,13 +991,14 @@ class PCAImpute:
             raise ValueError(f"ranks must be positive integers; got {self.ranks!r}")
         _check_positive("max_iter", self.max_iter, integer=True)
         _check_positive("tol", self.tol)
-        source = check_source(source)
-        self.n_questions = source.shape[1]
-        check_n(n, self.n_questions)
+
+    @one_blas_thread()
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        """Draw ``n`` random questions and choose the rank on ``source`` (M x N)."""
+        self.total_questions_ = source.shape[1]
         # The same draw as RandomQuestions, so that a shared rng gives the same questions.
-        self.selected_ = np.sort(rng.choice(self.n_questions, n, replace=False))
+        self.selected_ = np.sort(rng.choice(self.total_questions_, n, replace=False))
         self._choose_rank(source, rng)
-        return self
 
     def _choose_rank(self, source: np.ndarray, rng) -> None:
         run = source[:, self.selected_]
@@ -1017,12 +1028,10 @@ class PCAImpute:
 
     def _predict_mean(self, src_run, tgt_run, gram, unrun_sums, rank) -> np.ndarray:
         weights = _impute_weights(src_run, tgt_run, gram, rank, self.max_iter, self.tol)
-        return (tgt_run.sum(axis=1) + weights @ unrun_sums) / self.n_questions
+        return (tgt_run.sum(axis=1) + weights @ unrun_sums) / self.total_questions_
 
     @one_blas_thread()
-    def predict(self, x_selected):
-        """Predicted full-benchmark means (R,) and their standard deviations (R,)."""
-        x = check_selected(x_selected, len(self.selected_))
+    def _predict(self, x: np.ndarray):
         mean = self._predict_mean(self.source_run_, x, self.gram_, self.unrun_sums_, self.rank_)
         return mean, np.full(mean.shape, self.sd_)
 

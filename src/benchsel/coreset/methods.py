@@ -45,17 +45,26 @@ from sklearn.linear_model import RidgeCV
 
 from .. import names
 from . import anchor, irt, learned, mrmr
-from ._base import ALPHAS, RandomQuestions, fpc
+from ._base import ALPHAS, CoresetMethod, RandomQuestions, fpc
 from .gaussian import LowRankGaussian
 from .refit import kernel_ridge_loo, make_refit, paper_alphas
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "PAPER_REFITS", "make_method", "method_names"]
 
 class RandomSampling(RandomQuestions):
+    """The mean of ``n_questions`` uniformly random questions, with its design-based SD.
+
+    Parameters
+    ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`.
+    """
+
     name = "random-sampling"
 
-    def predict(self, x_selected: np.ndarray):
-        return self.design_estimate(x_selected)
+    def _predict(self, x: np.ndarray):
+        return self.design_estimate(x)
 
 
 class StratifiedSampling(RandomQuestions):
@@ -63,28 +72,33 @@ class StratifiedSampling(RandomQuestions):
 
     The honest baseline of the default: what a user gets by averaging the
     answers the default asked for (weighted by stratum size, which is 1/n up
-    to rounding).
+    to rounding). Parameters as :class:`RandomSampling`.
     """
 
     name = "stratified-sampling"
     draw = "stratified"
 
-    def predict(self, x_selected: np.ndarray):
-        return self.design_estimate(x_selected)
+    def _predict(self, x: np.ndarray):
+        return self.design_estimate(x)
 
 
 class RandomSamplingLearn(RandomQuestions):
+    """Random questions; ridge regression from their scores to the full-benchmark mean.
+
+    Parameters as :class:`RandomSampling`.
+    """
+
     name = "random-sampling-learn"
 
-    def _fit(self, source: np.ndarray) -> None:
+    def _fit_predictor(self, source: np.ndarray) -> None:
         self.model_ = RidgeCV(alphas=ALPHAS, store_cv_results=True)
         target = source.mean(axis=1)
         self.model_.fit(source[:, self.selected_], target)
         loo = self.model_.cv_results_[:, list(ALPHAS).index(self.model_.alpha_)]
         self.sd_ = float(np.sqrt(np.mean(loo)))
 
-    def predict(self, x_selected: np.ndarray):
-        mean = self.model_.predict(x_selected)
+    def _predict(self, x: np.ndarray):
+        mean = self.model_.predict(x)
         return mean, np.full(mean.shape, self.sd_)
 
 
@@ -142,36 +156,53 @@ def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
 
 
 class AIPW(RandomQuestions):
+    """Zhang et al. (2025, eq. 3): random questions, the sample mean corrected by ridge.
+
+    See :func:`aipw_estimate`. Parameters as :class:`RandomSampling`.
+    """
+
     name = "aipw"
 
-    def _fit(self, source: np.ndarray) -> None:
+    def _fit_predictor(self, source: np.ndarray) -> None:
         self.features_ = source.T  # one row per question: the source models' scores
 
-    def predict(self, x_selected: np.ndarray):
-        mean, sd = aipw_estimate(self.features_, self.selected_, x_selected, self.question_sd_)
+    def _predict(self, x: np.ndarray):
+        mean, sd = aipw_estimate(self.features_, self.selected_, x, self.question_sd_)
         return mean, self._design_sd(mean, sd)
 
 
-class GaussianGreedy:
-    name = "gaussian-greedy"
+class GaussianGreedy(CoresetMethod):
+    """Greedy questions of a low-rank Gaussian, its conditional mean as the prediction.
 
-    def fit(self, source: np.ndarray, n: int, rng) -> GaussianGreedy:
+    Deterministic: ``random_state`` is accepted for the common contract and
+    unused. Parameters as :class:`~benchsel.coreset._base.CoresetMethod`.
+    """
+
+    name = "gaussian-greedy"
+    _min_models = 3
+
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
         self.model_ = LowRankGaussian().fit(source)
         self.selected_ = self.model_.select(n)
-        return self
 
-    def predict(self, x_selected: np.ndarray):
-        return self.model_.predict_mean(x_selected, self.selected_)
+    def _predict(self, x: np.ndarray):
+        return self.model_.predict_mean(x, self.selected_)
 
 
 class GaussianDR(RandomQuestions):
-    name = "gaussian-dr"
+    """Random questions; the low-rank Gaussian's prediction of the rest, debiased.
 
-    def _fit(self, source: np.ndarray) -> None:
+    Parameters as :class:`RandomSampling`.
+    """
+
+    name = "gaussian-dr"
+    _min_models = 3
+
+    def _fit_predictor(self, source: np.ndarray) -> None:
         self.model_ = LowRankGaussian().fit(source)
 
-    def predict(self, x_selected: np.ndarray):
-        m, a, total = self.model_, self.selected_, self.n_questions
+    def _predict(self, x_selected: np.ndarray):
+        m, a, total = self.model_, self.selected_, self.total_questions_
         w, d = m.w_[a], m.d_[a]
         prec = np.linalg.inv(w @ w.T + np.diag(d))
         alpha = (x_selected - m.mean_[a]) @ prec
@@ -203,6 +234,9 @@ class GuardedEnsemble(RandomQuestions):
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`.
     guard_level : float in (0, 1), default 0.9
         Coverage of the design-based interval that must lie inside the
         sources' range. Larger is safer beyond the sources and learns from
@@ -211,13 +245,18 @@ class GuardedEnsemble(RandomQuestions):
 
     name = "guarded-ensemble"
     draw = "stratified"
+    _min_models = 3
 
-    def __init__(self, guard_level: float = 0.9):
-        if not 0 < guard_level < 1:
-            raise ValueError(f"guard_level must be in (0, 1); got {guard_level!r}")
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 guard_level: float = 0.9):
+        super().__init__(n_questions, random_state=random_state)
         self.guard_level = guard_level
 
-    def _fit(self, source: np.ndarray) -> None:
+    def _check_params(self) -> None:
+        if not 0 < self.guard_level < 1:
+            raise ValueError(f"guard_level must be in (0, 1); got {self.guard_level!r}")
+
+    def _fit_predictor(self, source: np.ndarray) -> None:
         self.kernel_ = kernel_ridge_loo(source[:, self.selected_], source.mean(axis=1),
                                         paper_alphas(source))
         self.gaussian_ = LowRankGaussian().fit(source)
@@ -225,11 +264,21 @@ class GuardedEnsemble(RandomQuestions):
         means = source.mean(axis=1)
         self.range_ = (means.min(), means.max())
 
-    def predict(self, x_selected: np.ndarray):
-        a, w = self.selected_, self.weights_
+    def _inside(self, x_selected: np.ndarray):
+        """Whether each row's design-based interval lies inside the sources' range, and the
+        design-based estimate and SD."""
         design_mean, design_sd = self.design_estimate(x_selected)
         half = ndtri(0.5 + self.guard_level / 2) * design_sd
         inside = (design_mean - half >= self.range_[0]) & (design_mean + half <= self.range_[1])
+        return inside, design_mean, design_sd
+
+    def design_based(self, x_selected) -> np.ndarray:
+        """Rows estimated by the design-weighted mean: those outside the sources' range."""
+        return ~self._inside(self._check_x(x_selected))[0]
+
+    def _predict(self, x_selected: np.ndarray):
+        a, w = self.selected_, self.weights_
+        inside, design_mean, design_sd = self._inside(x_selected)
         parts = [
             (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
             self.gaussian_.predict_mean(x_selected, a),
@@ -238,9 +287,6 @@ class GuardedEnsemble(RandomQuestions):
         model_mean = np.mean([m for m, _ in parts], axis=0)
         # The parts' errors are strongly correlated: averaging hardly shrinks them.
         model_sd = np.max([sd for _, sd in parts], axis=0)
-        # design_based_: rows whose estimate and error bar are the design's
-        # (coreset.Calibrated calibrates them apart from the model-based ones).
-        self.outside_ = self.design_based_ = ~inside
         return (np.where(inside, model_mean, design_mean),
                 np.where(inside, model_sd, design_sd))
 
@@ -267,21 +313,41 @@ def method_names(which: str = "all") -> list[str]:
     raise ValueError(f"expected 'all' or 'default'; got {which!r}")
 
 
-def make_method(name: str):
-    """A fresh method by registry name.
+def make_method(name: str, **params) -> CoresetMethod:
+    """An unfitted method by registry name, its parameters set from ``params``.
 
     ``default`` is :data:`DEFAULT_METHOD`; a name ending in ``+`` or ``++``
     is that method's questions with a ridge or degree-2 polynomial kernel
-    ridge predictor (Bowyer et al.'s refits), e.g. ``anchor-points-weighted++``.
+    ridge predictor (Bowyer et al.'s refits, :class:`~benchsel.coreset.refit.Refit`),
+    e.g. ``anchor-points-weighted++``.
+
+    Parameters
+    ----------
+    name : str
+        A registry name (:func:`method_names`), ``default`` or a refit.
+    **params
+        Constructor parameters, e.g. ``n_questions=50, random_state=0``, set
+        with ``set_params``: a refit takes its own (``n_questions``,
+        ``random_state``, ``alphas``, ``gamma``) and its selector's as
+        ``estimator__<name>``.
+
+    Returns
+    -------
+    CoresetMethod
+
+    Examples
+    --------
+    >>> make_method("mrmr++", n_questions=50, random_state=0, estimator__scheme="mid")
+    Refit(estimator=MRMR(scheme='mid'), kind='++', n_questions=50, random_state=0)
     """
     if name == "default":
         name = DEFAULT_METHOD
     if name in METHODS:
-        return METHODS[name]()
+        return METHODS[name]().set_params(**params)
     for kind in REFIT_KINDS:
         base = name[: -len(kind)]
         if name.endswith(kind) and base in METHODS:
-            return make_refit(METHODS[base](), kind)
+            return make_refit(METHODS[base](), kind).set_params(**params)
     raise ValueError(
         f"unknown coreset method {name!r}; methods: default, {', '.join(METHODS)} "
         "(append + or ++ to any for a ridge or kernel ridge refit)"

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, xlogy
 
-from ._base import check_n, check_source
+from ._base import CoresetMethod
 from .refit import is_binary, paper_alphas, ridge_loo
 
 __all__ = [
@@ -464,7 +464,7 @@ def mrmr_select(
 # ---------------------------------------------------------------------------
 
 
-class MRMR:
+class MRMR(CoresetMethod):
     """mRMR (MIQ) questions, ridge prediction of the full-benchmark mean.
 
     The paper's "mRMR" (d = 1, identical to "mRMR+"); wrap it with
@@ -472,6 +472,10 @@ class MRMR:
 
     Parameters
     ----------
+    n_questions : int, optional
+    random_state : int, numpy.random.Generator or None, default None
+        See :class:`~benchsel.coreset._base.CoresetMethod`; the generator
+        draws the tie-breaking noise of :func:`mrmr_select`.
     scheme : {"miq", "mid"}, default "miq"
     k : int, optional
         Nearest neighbours of the MI estimators; default 5 (binary scores)
@@ -490,35 +494,44 @@ class MRMR:
     """
 
     name = "mrmr"
+    _min_models = 3
 
-    def __init__(self, *, scheme: str = "miq", k: int | None = None, correction: bool = True):
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 scheme: str = "miq", k: int | None = None, correction: bool = True):
+        super().__init__(n_questions, random_state=random_state)
         self.scheme = scheme
         self.k = k
         self.correction = correction
 
-    def fit(self, source: np.ndarray, n: int, rng) -> MRMR:
-        source = check_source(source, min_models=3)
-        check_n(n, source.shape[1])
+    def _check_params(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}; got {self.scheme!r}")
+
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
         self.selection_ = mrmr_select(source, source.mean(axis=1), n, scheme=self.scheme,
                                       k=self.k, correction=self.correction, rng=rng)
         self.selected_ = self.selection_.selected
         self.model_ = ridge_loo(source[:, self.selected_], source.mean(axis=1),
                                 paper_alphas(source))
         self.sd_ = self.model_.sd
-        return self
 
-    def predict(self, x_selected: np.ndarray):
-        mean = self.model_.predict(x_selected)
+    def _predict(self, x: np.ndarray):
+        mean = self.model_.predict(x)
         return mean, np.full(mean.shape, self.sd_)
 
 
 class MRMRMID(MRMR):
-    """mRMR with the MID criterion (relevance minus mean redundancy), ridge prediction."""
+    """mRMR with the MID criterion (relevance minus mean redundancy), ridge prediction.
+
+    Parameters as :class:`MRMR`, with ``scheme="mid"`` by default.
+    """
 
     name = "mrmr-mid"
 
-    def __init__(self, *, scheme: str = "mid", k: int | None = None, correction: bool = True):
-        super().__init__(scheme=scheme, k=k, correction=correction)
+    def __init__(self, n_questions: int | None = None, *, random_state=None,
+                 scheme: str = "mid", k: int | None = None, correction: bool = True):
+        super().__init__(n_questions, random_state=random_state, scheme=scheme, k=k,
+                         correction=correction)
 
 
 METHODS = (MRMR, MRMRMID)

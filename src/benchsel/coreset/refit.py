@@ -29,8 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import clone
 
-from ._base import check_n, check_source
+from ._base import CoresetMethod, inner_settings
 
 __all__ = [
     "BINARY_ALPHAS",
@@ -270,17 +271,22 @@ def kernel_ridge_loo(
     )
 
 
-class Refit:
+class Refit(CoresetMethod):
     """A selector's questions with a (kernel) ridge predictor of the full-benchmark mean.
 
     Parameters
     ----------
-    base : method
-        Any object honouring the method contract (``fit(source, n, rng)``
-        setting ``selected_``); only its questions are used.
+    estimator : CoresetMethod
+        The selector; only its questions are used. ``fit`` fits a clone of
+        it (:func:`sklearn.base.clone`) with this method's ``n_questions``
+        and ``random_state``.
     kind : {"+", "++"}
         ``"+"``: ridge (:func:`ridge_loo`); ``"++"``: degree-2 polynomial
         kernel ridge (:func:`kernel_ridge_loo`).
+    n_questions : int, optional
+        Questions to pick; None takes the estimator's.
+    random_state : int, numpy.random.Generator or None, default None
+        Seeds the selector; None takes the estimator's.
     alphas : array_like, optional
         Penalties to search; default the paper's grid for the source scores
         (:func:`paper_alphas`).
@@ -290,29 +296,41 @@ class Refit:
     Attributes
     ----------
     name : str
-        ``base.name + kind``, e.g. ``"mrmr++"``.
+        ``estimator.name + kind``, e.g. ``"mrmr++"``.
+    estimator_ : CoresetMethod
+        The fitted selector.
     selected_ : ndarray of int
-        The base method's questions, in its order.
+        The selector's questions, in its order.
     model_ : RidgeFit or KernelRidgeFit
     sd_ : float
         Root mean squared leave-one-out residual, the standard deviation
         ``predict`` reports for every model.
     """
 
-    def __init__(self, base, kind: str, *, alphas=None, gamma: float | None = None):
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
-        self.base = base
+    def __init__(self, estimator, kind: str, *, n_questions: int | None = None,
+                 random_state=None, alphas=None, gamma: float | None = None):
+        super().__init__(n_questions, random_state=random_state)
+        self.estimator = estimator
         self.kind = kind
         self.alphas = alphas
         self.gamma = gamma
-        self.name = f"{base.name}{kind}"
 
-    def fit(self, source: np.ndarray, n: int, rng) -> Refit:
-        source = check_source(source)
-        check_n(n, source.shape[1])
-        self.base.fit(source, n, rng)
-        self.selected_ = np.asarray(self.base.selected_, dtype=int)
+    @property
+    def name(self) -> str:
+        return f"{self.estimator.name}{self.kind}"
+
+    def _check_params(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; "
+                             f"got {self.kind!r}")
+
+    def _fit_settings(self):
+        return inner_settings(self)
+
+    def _fit(self, source: np.ndarray, n: int, rng) -> None:
+        self.estimator_ = clone(self.estimator).set_params(n_questions=n, random_state=rng)
+        self.estimator_.fit(source)
+        self.selected_ = np.asarray(self.estimator_.selected_, dtype=int)
         alphas = paper_alphas(source) if self.alphas is None else self.alphas
         x, y = source[:, self.selected_], source.mean(axis=1)
         if self.kind == "+":
@@ -320,19 +338,19 @@ class Refit:
         else:
             self.model_ = kernel_ridge_loo(x, y, alphas, degree=2, gamma=self.gamma)
         self.sd_ = self.model_.sd
-        return self
 
-    def predict(self, x_selected: np.ndarray):
-        mean = self.model_.predict(x_selected)
+    def _predict(self, x: np.ndarray):
+        mean = self.model_.predict(x)
         return mean, np.full(mean.shape, self.sd_)
 
 
 def make_refit(base_method, kind: str, **options) -> Refit:
     """Wrap a method to predict with ridge (``"+"``) or kernel ridge (``"++"``).
 
-    ``base_method`` is an instance honouring the method contract (a class is
-    instantiated with no arguments); ``options`` go to :class:`Refit`
-    (``alphas``, ``gamma``).
+    ``base_method`` is a :class:`~benchsel.coreset._base.CoresetMethod` (a
+    class is instantiated with no arguments); ``options`` go to
+    :class:`Refit` (``n_questions``, ``random_state``, ``alphas``,
+    ``gamma``).
     """
     if isinstance(base_method, type):
         base_method = base_method()

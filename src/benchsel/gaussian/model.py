@@ -16,6 +16,7 @@ from ..calibration import (
     frontier_rows,
     unknown_calibration,
 )
+from ..exceptions import NotFittedError
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -60,10 +61,6 @@ def _certificate(sigma, result: GreedyResult, objective: str, budget, include=()
 
 #: Accepted values of ``GaussianModel(calibration=...)``.
 CALIBRATIONS = names.CALIBRATIONS
-
-
-class NotFittedError(ValueError, AttributeError):
-    """A model used before ``fit`` (scikit-learn's exception has the same two bases)."""
 
 
 class GaussianModel:

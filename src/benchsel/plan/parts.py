@@ -293,10 +293,8 @@ def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool 
     from ..coreset.calibrated import Calibrated
     from ..coreset.methods import make_method
 
-    rng = np.random.default_rng(seed)
-    if calibrate:
-        return Calibrated(lambda: make_method(name)).fit(values, n, rng)
-    return make_method(name).fit(values, n, rng)
+    method = make_method(name, n_questions=n, random_state=seed)
+    return (Calibrated(method) if calibrate else method).fit(values)
 
 
 def _task_check(method, source: ScoreMatrix) -> np.ndarray:
