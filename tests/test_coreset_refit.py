@@ -157,21 +157,21 @@ def test_bad_input_raises():
     x, y = regression_data()
     with pytest.raises(ValueError, match="kind must be one of '\\+', '\\+\\+'; got '\\+\\+\\+'"):
         make_refit(MRMR(), "+++", n_questions=3).fit(x)
-    with pytest.raises(ValueError, match="alphas must be positive"):
-        ridge_loo(x, y, [0.0, 1.0])
+    with pytest.raises(ValueError, match="alphas must be non-negative"):
+        ridge_loo(x, y, [-1.0, 1.0])
     with pytest.raises(ValueError, match=r"y must have shape \(30,\)"):
-        kernel_ridge_loo(x, y[:-1])
+        kernel_ridge_loo(x, y[:-1], BINARY_ALPHAS)
     with pytest.raises(ValueError, match="at least 2 models"):
-        ridge_loo(x[:1], y[:1])
+        ridge_loo(x[:1], y[:1], BINARY_ALPHAS)
     bad = x.copy()
     bad[3, 3] = np.inf
     with pytest.raises(ValueError, match="finite"):
-        kernel_ridge_loo(bad, y)
+        kernel_ridge_loo(bad, y, BINARY_ALPHAS)
     with pytest.raises(ValueError, match="finite"):
         make_refit(MRMR(), "+", n_questions=3, random_state=0).fit(bad)
     with pytest.raises(ValueError, match=r"n_questions must be in \[1, 11\]; got 12"):
         make_refit(MRMR(), "++", n_questions=12, random_state=0).fit(x)
-    fit = ridge_loo(x, y)
+    fit = ridge_loo(x, y, BINARY_ALPHAS)
     with pytest.raises(ValueError, match=r"expected scores of shape \(models, 12\)"):
         fit.predict(x[:, :5])
     assert isinstance(make_refit(MRMR(), "+"), Refit)

@@ -17,6 +17,8 @@ import re
 
 import numpy as np
 
+from ._ridge import ridge_loo
+
 __all__ = ["AGGREGATE_NAME", "MIN_R2", "aggregate_columns"]
 
 #: Names of summary columns: a mean, average, overall or total score, or a rank.
@@ -58,12 +60,9 @@ def _loo_r2(values: np.ndarray, j: int) -> float:
     n, p = int(rows.sum()), others.shape[1]
     if p == 0 or n < p + 3:
         return float("nan")
-    x = np.column_stack([np.ones(n), others[rows]])
     y = values[rows, j]
     spread = float(np.sum((y - y.mean()) ** 2))
     if spread == 0:
         return float("nan")
-    hat = x @ np.linalg.pinv(x)
-    leverage = np.clip(np.diag(hat), None, 1 - 1e-9)
-    loo = (y - hat @ y) / (1 - leverage)
+    loo = ridge_loo(others[rows], y, [0.0]).loo_residuals  # least squares
     return 1.0 - float(np.sum(loo**2)) / spread

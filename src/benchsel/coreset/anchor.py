@@ -60,9 +60,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import RidgeCV
 
 from .._reuse import reused
+from .._ridge import ridge_loo
 from ._base import ALPHAS, CoresetMethod, check_n, check_source
 
 __all__ = [
@@ -504,11 +504,9 @@ class AnchorPointsPredictor(_AnchorBase):
     def _fit_predictor(self, source: np.ndarray) -> None:
         rest = np.ones(self.total_questions_, bool)
         rest[self.selected_] = False
-        self.model_ = RidgeCV(alphas=ALPHAS, store_cv_results=True)
-        self.model_.fit(source[:, self.selected_], source[:, rest].mean(axis=1))
-        loo = self.model_.cv_results_[:, list(ALPHAS).index(self.model_.alpha_)]
+        self.model_ = ridge_loo(source[:, self.selected_], source[:, rest].mean(axis=1), ALPHAS)
         share = rest.sum() / self.total_questions_
-        self.sd_ = float(np.sqrt(np.mean(loo)) * share)
+        self.sd_ = float(self.model_.sd * share)
 
     def _predict(self, x: np.ndarray):
         n, total = len(self.selected_), self.total_questions_

@@ -60,9 +60,10 @@ import warnings
 import numpy as np
 from scipy.linalg import eigh
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import Lasso, RidgeCV
+from sklearn.linear_model import Lasso
 
 from .._parallel import one_blas_thread
+from .._ridge import ridge_loo
 from ._base import ALPHAS, CoresetMethod, check_n, check_source
 
 __all__ = [
@@ -269,8 +270,9 @@ class RandomSearchLearn(CoresetMethod):
         Fold label of each source model.
     alpha_search_ : float
         Ridge penalty used during the search.
-    model_ : RidgeCV
-        The final ridge on all source models.
+    model_ : RidgeFit
+        The final ridge on all source models (penalty by leave-one-out,
+        :func:`benchsel._ridge.ridge_loo`).
     sd_ : float
         The error bar: root-mean-square out-of-fold residual of the median
         candidate (see :meth:`fit`).
@@ -307,7 +309,7 @@ class RandomSearchLearn(CoresetMethod):
         self.selected_ = self.candidates_[np.argmin(self.cv_mae_)]
         rmse = np.sqrt((resid**2).mean(axis=1))
         self.sd_ = float(np.median(rmse))
-        self.model_ = RidgeCV(alphas=ALPHAS).fit(x[:, self.selected_], target)
+        self.model_ = ridge_loo(x[:, self.selected_], target, ALPHAS)
 
     def _pilot_alpha(self, x: np.ndarray, target: np.ndarray) -> float:
         pilot = self.candidates_[: self.n_pilot]

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from sklearn.linear_model import RidgeCV
 
 from .. import names
+from .._ridge import ridge_loo
 from . import anchor, irt, learned, mrmr
 from ._base import ALPHAS, CoresetMethod, RandomQuestions, fpc
 from .gaussian import LowRankGaussian
@@ -91,11 +91,8 @@ class RandomSamplingLearn(RandomQuestions):
     name = "random-sampling-learn"
 
     def _fit_predictor(self, source: np.ndarray) -> None:
-        self.model_ = RidgeCV(alphas=ALPHAS, store_cv_results=True)
-        target = source.mean(axis=1)
-        self.model_.fit(source[:, self.selected_], target)
-        loo = self.model_.cv_results_[:, list(ALPHAS).index(self.model_.alpha_)]
-        self.sd_ = float(np.sqrt(np.mean(loo)))
+        self.model_ = ridge_loo(source[:, self.selected_], source.mean(axis=1), ALPHAS)
+        self.sd_ = self.model_.sd
 
     def _predict(self, x: np.ndarray):
         mean = self.model_.predict(x)
@@ -146,11 +143,10 @@ def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
         return rows @ w, spread / np.sqrt(n) * fpc(n, total)
     means, sds = [], []
     for row in rows:
-        ridge = RidgeCV(alphas=ALPHAS, store_cv_results=True)
-        ridge.fit(features[selected], row)
+        ridge = ridge_loo(features[selected], row, ALPHAS)
         pred = ridge.predict(features)
         means.append(pred.mean() + (row - pred[selected]) @ w)
-        loo_sq = ridge.cv_results_[:, list(ALPHAS).index(ridge.alpha_)]
+        loo_sq = ridge.loo_residuals**2
         sds.append(np.sqrt(loo_sq.mean() * n / (n - 1)) / np.sqrt(n) * fpc(n, total))
     return np.array(means), np.array(sds)
 
