@@ -1,6 +1,7 @@
 """How precisely one split can measure a 90% interval's coverage, board by board.
 
 Usage: python benchmarks/coverage_noise.py [--boards helm_lite,wildbench] [--k-max 5]
+                                           [--protocols frontier,extrapolation]
                                            [--resamples 2000] [--json out.json] [--data-dir DIR]
 
 The frontier and extrapolation protocols hold out one set of models: the
@@ -105,6 +106,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="helm_lite,livebench,bigcodebench,wildbench,"
                         "alpaca_eval,mteb,merged,open_llm_v2")
+    parser.add_argument("--protocols", default=",".join(SPLITS),
+                        help="comma-separated, of: " + ", ".join(SPLITS))
     parser.add_argument("--k-max", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json")
@@ -117,12 +120,17 @@ def main() -> None:
     print("| board | protocol | k | targets | benchmarks | cells | coverage % | "
           "two-way 90% interval | P(85-95) if exact | at multiplier 1 % |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    unknown = set(args.protocols.split(",")) - set(SPLITS)
+    if unknown:
+        raise SystemExit(f"--protocols: {', '.join(sorted(unknown))} not one of "
+                         f"{', '.join(SPLITS)}")
     for board in args.boards.split(","):
         if board not in known:
             raise SystemExit(f"--boards: {board!r} is not a bundled leaderboard")
         scores = load_board(board, args.data_dir)
         k_max = min(args.k_max, len(scores.items) - 1)
-        for protocol, make_split in SPLITS.items():
+        for protocol in args.protocols.split(","):
+            make_split = SPLITS[protocol]
             split = make_split(scores.values)
             for k, covered, raw in covered_grid(scores, split, k_max):
                 cells = int(np.sum(~np.isnan(covered)))

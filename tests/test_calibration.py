@@ -328,6 +328,45 @@ def test_outside_multiplier_grows_with_distance_when_misses_do():
     assert np.mean(np.abs(z) <= Z90 * cal.factor(far)) == pytest.approx(0.9, abs=0.02)
 
 
+def test_outside_steps_match_the_nearest_cells_by_hand():
+    rng = np.random.default_rng(21)
+    excess = np.r_[np.zeros(300), rng.uniform(0.01, 4.0, 250)]
+    resid = rng.normal(size=550) * (1 + excess)
+    cal = fit_calibration(resid, np.ones(550), excess, min_cells=30)
+    out = np.sort(excess[excess > 0])
+    scores = np.abs(resid[excess > 0])[np.argsort(excess[excess > 0], kind="stable")]
+    want, top = [], 0.0
+    for count in (30, 60, 120, 240, 250):
+        top = max(top, conformal_quantile(scores[:count], 0.9) / Z90)
+        want.append((out[count - 1], top))
+    assert cal.outside_steps == pytest.approx(want)
+    # The multiplier of a row: the first step reaching its excess, or the slope term.
+    for e in (0.0, 0.005, out[29], out[30], 2.0, 10.0):
+        steps = [m for edge, m in want if edge >= e] or [want[-1][1]]
+        expect = cal.inside if e == 0 else max(cal.inside, steps[0],
+                                               cal.outside_slope * (1 + e))
+        assert cal.factor(e) == pytest.approx(expect)
+    grid = np.linspace(0.001, 6, 400)
+    assert np.all(np.diff(cal.factor(grid)) >= 0)  # further out is never narrower
+    assert cal.to_dict()["outside_steps"] == [list(step) for step in cal.outside_steps]
+
+
+def test_a_model_just_past_the_range_is_calibrated_by_the_cells_near_it():
+    # Held-out models just past their fit are missed as often as inside ones;
+    # those far beyond it three times as badly. A new model just past the
+    # range keeps a 90% interval, not the far models' width.
+    rng = np.random.default_rng(22)
+    excess = np.r_[np.zeros(3000), rng.uniform(0.05, 0.5, 1500), rng.uniform(1.5, 4, 1500)]
+    sd = np.where(excess > 1, 3.0, 1.0)
+    cal = fit_calibration(sd * rng.normal(size=6000), np.ones(6000), excess)
+    near = rng.normal(size=40000)
+    assert np.mean(np.abs(near) <= Z90 * cal.factor(0.3)) == pytest.approx(0.9, abs=0.02)
+    # One constant for every outside model would have covered it far more.
+    assert np.mean(np.abs(near) <= Z90 * cal.outside) > 0.97
+    far = 3.0 * rng.normal(size=40000)
+    assert np.mean(np.abs(far) <= Z90 * cal.factor(3.0)) >= 0.88
+
+
 # ------------------------------------------------------------ question level
 def _irt_answers(models=160, questions=300, seed=10):
     """0/1 answers of a one-ability IRT population."""

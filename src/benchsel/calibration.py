@@ -25,7 +25,11 @@ multiplier is the larger of two, each calibrated on the outside cells: a
 constant, and one proportional to ``1 + e``, where the *excess* ``e`` is how
 far beyond the range the model lies (in standard deviations of the training
 models' strengths) -- so a model further out than any held-out one gets
-wider intervals still. This is Mondrian (category
+wider intervals still. The constant is taken from the held-out cells at
+most as far out as the new model (the nearest 30, 60, 120, ... of them,
+``Calibration.outside_steps``): the strength splits hold out models far
+beyond their fit, and a new checkpoint just past the top of its sources
+is calibrated by those that lay about as far out. This is Mondrian (category
 -conditional) split-conformal calibration (Vovk et al. 2005): coverage holds
 within each regime when new models resemble its held-out ones, and the
 ``outside`` regime, learned from models that really lay beyond their fit,
@@ -105,6 +109,16 @@ class Calibration:
         ``None``: one outside regime for both directions.
     n_below : int
         Held-out cells below the range (counted in ``n_outside`` too).
+    outside_steps : tuple of (float, float)
+        The constant outside multiplier *near* the range: ``(excess,
+        multiplier)`` pairs, each the multiplier of the held-out outside
+        cells at most ``excess`` out (the nearest ``min_cells``, then twice
+        as many, ..., then all), never smaller than a nearer step's. A new
+        model just past the top of its sources is then calibrated by the
+        held-out models that lay about as far out, not by those the strength
+        splits put far beyond their fit. Empty: one constant, ``outside``
+        (fewer than ``2 min_cells`` outside cells, or signed excesses: the
+        question level's calibration keeps one constant per direction).
     """
 
     level: float
@@ -116,6 +130,7 @@ class Calibration:
     below: float | None = None
     below_slope: float | None = None
     n_below: int = 0
+    outside_steps: tuple = ()
 
     @property
     def calibrated(self) -> bool:
@@ -125,12 +140,21 @@ class Calibration:
         """The multiplier of each row, given how far it lies outside the fitted range.
 
         ``inside`` at excess 0, ``max(outside, outside_slope * (1 + excess))``
-        beyond (see :func:`range_excess`; a boolean reads as excess 0 or 1).
+        beyond (see :func:`range_excess`; a boolean reads as excess 0 or 1),
+        where with :attr:`outside_steps` the constant ``outside`` is that of
+        the first step reaching the row's excess (the last step's beyond
+        every held-out cell).
         A negative (signed) excess is a row below the range: it gets the
         ``below`` multipliers where the calibration has them.
         """
         e = np.asarray(excess, dtype=float)
-        beyond = np.maximum(self.outside, self.outside_slope * (1 + np.abs(e)))
+        near = self.outside
+        if self.outside_steps:
+            edges = np.array([t for t, _ in self.outside_steps])
+            values = np.array([m for _, m in self.outside_steps])
+            step = np.minimum(np.searchsorted(edges, np.abs(e), side="left"), len(edges) - 1)
+            near = np.maximum(self.inside, values[step])
+        beyond = np.maximum(near, self.outside_slope * (1 + np.abs(e)))
         if self.below is not None:
             under = np.maximum(self.below, self.below_slope * (1 + np.abs(e)))
             beyond = np.where(e < 0, under, beyond)
@@ -148,6 +172,8 @@ class Calibration:
         }
         if self.below is not None:
             out.update(below=self.below, below_slope=self.below_slope, cells_below=self.n_below)
+        if self.outside_steps:
+            out["outside_steps"] = [list(step) for step in self.outside_steps]
         return out
 
 
@@ -224,11 +250,27 @@ def fit_calibration(
         return (conformal_quantile(score[cells], level) / z,
                 conformal_quantile(score[cells] / (1 + e), level) / z)
 
+    def steps(cells):
+        """``(excess, multiplier)`` per step: the nearest ``min_cells``, twice as many, ...
+        cells of the regime, the multiplier never smaller than a nearer step's."""
+        if cells.sum() < 2 * min_cells:
+            return ()
+        order = np.argsort(np.abs(excess[cells]), kind="stable")
+        e, sc = np.abs(excess[cells])[order], score[cells][order]
+        out, count, top = [], min_cells, 0.0
+        while True:
+            count = min(count, e.size)
+            top = max(top, conformal_quantile(sc[:count], level) / z)
+            out.append((float(e[count - 1]), float(top)))
+            if count == e.size:
+                return tuple(out)
+            count *= 2
+
     # Beyond the fitted range a model is never predicted better than within it.
     if not signed:
         beyond, slope = regime(excess > 0)
         return Calibration(level, inside, max(inside, beyond), n_in, int(np.sum(excess > 0)),
-                           slope)
+                           slope, outside_steps=steps(excess > 0))
     above, above_slope = regime(excess > 0)
     below, below_slope = regime(excess < 0)
     return Calibration(level, inside, max(inside, above), n_in, int(np.sum(excess != 0)),
