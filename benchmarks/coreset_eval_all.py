@@ -21,7 +21,7 @@ from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
 from benchsel.coreset.evaluate import evaluate_coresets
-from benchsel.coreset.methods import METHODS
+from benchsel.coreset.registry import METHODS
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from benchsel.coreset.methods import make_method, method_names
+from benchsel.coreset.registry import make_method, method_names
 
 SLOW = {"random-search-learn", "p-irt", "gp-irt", "gp-irt++"}
 # Paper 002's table of times (ImageNet): training + inference seconds of the

@@ -18,8 +18,9 @@ import numpy as np
 from _data import QUESTIONS, add_data_dir
 
 from benchsel._parallel import one_blas_thread
+from benchsel.coreset.double_optimize import DoubleOptimize
 from benchsel.coreset.evaluate import model_split
-from benchsel.coreset.learned import DoubleOptimize, LassoCoreset
+from benchsel.coreset.lasso import LassoCoreset
 
 SHARED = QUESTIONS  # --data-dir
 TUNING_FILES = ("glue_mrpc", "helm_gsm8k", "helm_math", "openllm_arc_challenge")

@@ -107,7 +107,7 @@ from lmeval.run import run_many  # noqa: E402
 
 from benchsel.coreset.calibrated import Calibrated  # noqa: E402
 from benchsel.coreset.evaluate import model_split  # noqa: E402
-from benchsel.coreset.methods import make_method  # noqa: E402
+from benchsel.coreset.registry import make_method  # noqa: E402
 from benchsel.plan import load_plan  # noqa: E402
 
 DEFAULT_FILES = "helm_mmlu,helm_gsm8k"

@@ -379,7 +379,7 @@ def _irt_answers(models=160, questions=300, seed=10):
 
 def test_calibrated_question_method_keeps_questions_and_means():
     from benchsel.coreset.calibrated import Calibrated
-    from benchsel.coreset.methods import make_method
+    from benchsel.coreset.registry import make_method
 
     values = _irt_answers()
     method = make_method("aipw", n_questions=40, random_state=0)
@@ -395,7 +395,7 @@ def test_calibrated_question_method_keeps_questions_and_means():
 
 def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources():
     from benchsel.coreset.calibrated import Calibrated
-    from benchsel.coreset.methods import make_method
+    from benchsel.coreset.registry import make_method
 
     values = _irt_answers(models=300, seed=11)
     order = np.argsort(values.mean(axis=1))
@@ -417,7 +417,7 @@ def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources(
 
 def test_calibrated_random_sampling_is_never_zero_width():
     from benchsel.coreset.calibrated import Calibrated
-    from benchsel.coreset.methods import make_method
+    from benchsel.coreset.registry import make_method
 
     values = _irt_answers(seed=12)
     cal = Calibrated(make_method("random-sampling", n_questions=20, random_state=1))

@@ -9,7 +9,7 @@ from sklearn.linear_model import RidgeCV
 from benchsel import ScoreMatrix
 from benchsel.cli import main
 from benchsel.coreset.evaluate import evaluate_coresets, model_split
-from benchsel.coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
+from benchsel.coreset.registry import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
 
 
 def irt_scores(m=60, n=120, seed=0):

@@ -17,8 +17,8 @@ import benchsel
 import benchsel.gaussian
 from benchsel.coreset._base import CoresetMethod
 from benchsel.coreset.calibrated import Calibrated
-from benchsel.coreset.methods import METHODS, make_method, method_names
 from benchsel.coreset.refit import Refit
+from benchsel.coreset.registry import METHODS, make_method, method_names
 from benchsel.exceptions import NotFittedError
 
 #: Every registered method, the papers' refits, a ridge refit and the default.

@@ -7,23 +7,23 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso, Ridge, RidgeCV
 
-from benchsel.coreset._base import ALPHAS
-from benchsel.coreset.learned import (
-    METHODS,
+from benchsel.coreset._base import ALPHAS, kfold_ids
+from benchsel.coreset.double_optimize import (
     DoubleOptimize,
-    LassoCoreset,
-    PCAImpute,
-    RandomSearchLearn,
     _double_optimize_runs,
-    batched_ridge,
-    coreset_cv_predictions,
     double_optimize,
-    draw_coresets,
-    kfold_ids,
-    pca_impute,
     top_mask,
 )
+from benchsel.coreset.lasso import LassoCoreset
+from benchsel.coreset.pca_impute import PCAImpute, pca_impute
+from benchsel.coreset.random_search import (
+    RandomSearchLearn,
+    batched_ridge,
+    coreset_cv_predictions,
+    draw_coresets,
+)
 
+METHODS = (RandomSearchLearn, LassoCoreset, DoubleOptimize, PCAImpute)
 QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))
 
 

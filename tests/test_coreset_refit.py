@@ -5,7 +5,6 @@ import pytest
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import Ridge
 
-from benchsel.coreset.methods import METHODS
 from benchsel.coreset.mrmr import MRMR
 from benchsel.coreset.refit import (
     BINARY_ALPHAS,
@@ -17,6 +16,7 @@ from benchsel.coreset.refit import (
     polynomial_kernel,
     ridge_loo,
 )
+from benchsel.coreset.registry import METHODS
 
 
 def irt_scores(m=60, n=120, seed=0):

@@ -7,7 +7,7 @@ from benchsel import names
 
 
 def test_registries_list_exactly_the_names():
-    from benchsel.coreset.methods import DEFAULT_METHOD, METHODS, PAPER_REFITS
+    from benchsel.coreset.registry import DEFAULT_METHOD, METHODS, PAPER_REFITS
     from benchsel.evaluation.cv import SCORINGS
     from benchsel.gaussian import CALIBRATIONS, COVARIANCE_METHODS
     from benchsel.io import _FORMATS

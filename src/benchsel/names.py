@@ -27,7 +27,7 @@ COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ri
 #: The benchmark-level predictor of ``predict``, ``Plan.predict`` and
 #: ``GaussianModel.predict``: one default for the library and the CLI.
 DEFAULT_PREDICTOR = "auto"
-#: Question-level methods (:data:`benchsel.coreset.methods.METHODS`).
+#: Question-level methods (:data:`benchsel.coreset.registry.METHODS`).
 CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-learn", "aipw",
                    "gaussian-greedy", "gaussian-dr", "guarded-ensemble", "random-search-learn",
                    "lasso", "double-optimize", "pca", "anchor-points-weighted",

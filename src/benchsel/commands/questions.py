@@ -16,7 +16,7 @@ from ._workers import _workers
 
 def cmd_coreset(args) -> int:
     from ..coreset.evaluate import resolve_n
-    from ..coreset.methods import make_method
+    from ..coreset.registry import make_method
 
     with _workers(args):
         scores = _load(args).cleaned()

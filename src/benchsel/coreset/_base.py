@@ -46,9 +46,10 @@ from ..exceptions import NotFittedError
 
 __all__ = ["ALPHAS", "DRAWS", "CoresetMethod", "RandomQuestions", "as_generator", "check_n",
            "check_selected", "check_source", "difficulty_strata", "fpc", "inner_settings",
-           "nonzero_design_sd", "question_difficulty", "successive_difference_sd"]
+           "kfold_ids", "nonzero_design_sd", "question_difficulty", "successive_difference_sd"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
+N_FOLDS = 4  # each fold holds out 25% of the source models, as paper 001's split does
 #: How a :class:`RandomQuestions` method draws its questions.
 DRAWS = ("uniform", "stratified")
 
@@ -182,6 +183,22 @@ def check_selected(x_selected, n: int, *, unit_interval: bool = False) -> np.nda
     return x
 
 
+def _check_positive(name: str, value, *, integer: bool = False) -> None:
+    if integer:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    elif not value > 0:
+        raise ValueError(f"{name} must be > 0; got {value!r}")
+
+
+def kfold_ids(m: int, rng, n_folds: int = N_FOLDS) -> np.ndarray:
+    """Fold label (0 .. ``min(n_folds, m) - 1``) of each of ``m`` models, in random order."""
+    k = min(n_folds, m)
+    ids = np.empty(m, dtype=int)
+    ids[rng.permutation(m)] = np.arange(m) % k
+    return ids
+
+
 def question_difficulty(source: np.ndarray) -> np.ndarray:
     """Each question's mean score over the source models, blended with its mean over the strongest.
 
@@ -236,7 +253,7 @@ class CoresetMethod(BaseEstimator):
     in ``_fit(source, n, rng)`` and ``_predict(x)``.
     """
 
-    #: Registry name (:func:`benchsel.coreset.methods.make_method`).
+    #: Registry name (:func:`benchsel.coreset.registry.make_method`).
     name: ClassVar[str] = ""
     #: Fewest source models ``fit`` accepts.
     _min_models: ClassVar[int] = 2

@@ -61,7 +61,7 @@ from ..evaluation.metrics import (
 from ..matrix import DataWarning, ScoreMatrix
 from ..splits import dated_split, frontier_split, random_split, strength_split
 from .calibrated import Calibrated
-from .methods import DEFAULT_METHOD, make_method, method_names
+from .registry import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
     "CoresetRow",

@@ -311,7 +311,7 @@ BENCHMARKS = Record({"source": MATRIX, "options": GAUSSIAN_OPTIONS, "selection":
                      "check": encoded_array(2)}, {"auto": AUTO})
 
 def coreset_method(value, where, budget):
-    """A registry name of :mod:`benchsel.coreset.methods`, refits (``+``, ``++``) included."""
+    """A registry name of :mod:`benchsel.coreset.registry`, refits (``+``, ``++``) included."""
     text(nonempty=True)(value, where, budget)
     base = value.rstrip("+")
     if base not in CORESET_METHODS or len(value) - len(base) > 2:

@@ -291,7 +291,7 @@ def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool 
     means).
     """
     from ..coreset.calibrated import Calibrated
-    from ..coreset.methods import make_method
+    from ..coreset.registry import make_method
 
     method = make_method(name, n_questions=n, random_state=seed)
     return (Calibrated(method) if calibrate else method).fit(values)

@@ -132,7 +132,7 @@ def plan_questions(
         A question budget spread over the tasks where the method's measured
         error falls most (:mod:`benchsel.plan.allocation`).
     method : str, default "default"
-        Question-level method (see :func:`benchsel.coreset.methods.make_method`).
+        Question-level method (see :func:`benchsel.coreset.registry.make_method`).
     seed : int, default 0
         Task ``i`` (in the given order) uses seed ``seed + i``.
     metric, filter : str or mapping task -> str, optional
@@ -158,7 +158,7 @@ def plan_questions(
 
 def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
     from ..coreset.evaluate import resolve_n
-    from ..coreset.methods import DEFAULT_METHOD
+    from ..coreset.registry import DEFAULT_METHOD
 
     tasks, metrics, filters = sources.scores, sources.metrics, sources.filters
 
