@@ -42,7 +42,15 @@ from ..splits import frontier_split
 from .conditional import conditional_moments
 from .covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 
-__all__ = ["GaussianCalibrator"]
+__all__ = ["GaussianCalibrator", "measures_frontier"]
+
+
+def measures_frontier(z) -> bool:
+    """Whether the sources ``z`` (NaN = missing) are enough to measure a frontier shift:
+    their strongest :data:`~benchsel.calibration.FRONTIER_FRACTION` must hold
+    :data:`~benchsel.calibration.MIN_CELLS` models (300 models at 10%)."""
+    rows = int(np.sum(~np.isnan(np.asarray(z, dtype=float)).all(axis=1)))
+    return rows * FRONTIER_FRACTION >= MIN_CELLS
 
 
 class GaussianCalibrator:
@@ -154,9 +162,9 @@ class GaussianCalibrator:
 
     def _fit_frontier(self):
         """The frontier split's fit (``()`` when too few models to measure a bias)."""
-        rows = np.flatnonzero(~np.isnan(self._z).all(axis=1))
-        if rows.size * FRONTIER_FRACTION < MIN_CELLS:
+        if not measures_frontier(self._z):
             return ()
+        rows = np.flatnonzero(~np.isnan(self._z).all(axis=1))
         if rows.size > MAX_MODELS:  # bounded cost, as calibration_splits
             rows = np.sort(np.random.default_rng(0).choice(rows, MAX_MODELS, replace=False))
         split = frontier_split(self._z[rows], FRONTIER_FRACTION)

@@ -13,6 +13,7 @@ from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
+    fit_calibration,
     frontier_rows,
     unknown_calibration,
 )
@@ -26,7 +27,7 @@ from ..selection.greedy import (
     run_greedy,
 )
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
-from .calibrate import GaussianCalibrator
+from .calibrate import GaussianCalibrator, measures_frontier
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
 from .extrapolation import TrainingRange
@@ -610,7 +611,7 @@ class GaussianModel:
         calibration is off, by 0.
         """
         out = np.zeros_like(z)
-        if self.calibration == "none":
+        if self.calibration == "none" or not measures_frontier(self._z):
             return out
         patterns, inverse = unique_rows(~np.isnan(z))
         for g, pattern in enumerate(patterns):
@@ -627,10 +628,18 @@ class GaussianModel:
 
     def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
         """Per new row (standardized, NaN = not given): its regime and multiplier."""
-        if self.calibration != "none":
-            self._calibrator_for_predict()
+        from ..prediction.memo import GAUSSIAN_CONDITIONAL
+
+        def calibrate(pattern):
+            # The calibrator refits the covariance on five splits of the sources: its
+            # residuals are kept with auto's decisions (and so in a plan) for reuse.
+            residuals = self.auto_memo.residuals(
+                GAUSSIAN_CONDITIONAL, pattern,
+                lambda: self._calibrator_for_predict().residuals(pattern))
+            return fit_calibration(*residuals, level=level)
+
         return calibration_records(
-            self, self._z, z, lambda pattern: self._calibrator.calibration(pattern, level),
+            self, self._z, z, calibrate,
             unknown=lambda: unknown_calibration(self.scores_.values, level))
 
     def _noise(self, observed_std, x: np.ndarray, method: str) -> np.ndarray | None:
@@ -685,7 +694,11 @@ class GaussianModel:
         pattern = np.zeros(len(self.items_), dtype=bool)
         pattern[self.scores_.item_indices(self._known(given, "given benchmarks"),
                                           "benchmark")] = True
-        if not pattern.any() or self.transform_.name != "none":  # auto is gaussian there
+        if not pattern.any():
+            return
+        if self.calibration != "none":  # the Gaussian's own calibration, kept for predict
+            self._calibrate(np.where(pattern, 0.0, np.nan)[None, :], 0.9)
+        if self.transform_.name != "none":  # auto is the Gaussian there
             return
         x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
         cache = CompletionCache()

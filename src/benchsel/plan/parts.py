@@ -105,11 +105,11 @@ class BenchmarkPlan:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DataWarning)  # said once, when planning
                 model = _fit_gaussian(self.source, self.options)
-            _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
-            if self.auto is not None:
+            if self.auto is not None:  # before the check, whose calibration they hold
                 from ..prediction.memo import AutoMemo
 
                 model.auto_memo = AutoMemo.from_json(self.auto, model.items_, "benchmarks.auto")
+            _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
             self._model = model
         return self._model
 

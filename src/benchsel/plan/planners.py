@@ -71,9 +71,13 @@ def plan_benchmarks(
     auto = None
     if prepare_auto:
         model.prepare_auto(sel.items)
+    # The check's predictions calibrate the source rows' own patterns: with auto's
+    # decisions kept, their residuals are stored too, and a rebuild refits nothing more.
+    check = _benchmark_check(model, sel.items)
+    if prepare_auto:
         auto = model.auto_memo.to_json(model.items_)
     part = BenchmarkPlan(source=model.scores_, options=options, selection=sel.to_dict(),
-                         check=_benchmark_check(model, sel.items), auto=auto, _model=model)
+                         check=check, auto=auto, _model=model)
     part.selection["options"] = {
         "k": k, "objective": objective, "include": list(include), "exclude": list(exclude),
         "costs": dict(costs) if costs else None, "budget": budget,

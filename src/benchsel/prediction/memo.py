@@ -25,7 +25,13 @@ import numpy as np
 
 from .._json import load_file
 
-__all__ = ["CACHE_ENV", "AutoMemo", "cache_dir", "load_cached", "save_cached"]
+__all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_cached",
+           "save_cached"]
+
+#: The key of the Gaussian conditional's own held-out residuals (those of
+#: :class:`~benchsel.gaussian.GaussianCalibrator`, which refits the covariance
+#: on five splits of the sources): not a completion method's.
+GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 
 #: What a held-out calibration keeps: residuals, the method's own std, regime excess.
 Residuals = tuple  # (residual, std, excess), three 1-D arrays of one length
@@ -95,7 +101,9 @@ class AutoMemo:
             out[[index[g] for g in given]] = True
             return out
 
-        def method(name, at: str) -> str:
+        def method(name, at: str, residuals: bool = False) -> str:
+            if residuals and name == GAUSSIAN_CONDITIONAL:
+                return name
             if name not in COMPLETERS or name == "auto":
                 raise ValueError(f"{at}: {name!r} is not a completion method")
             return name
@@ -134,7 +142,8 @@ class AutoMemo:
                    for a in arrays):
                 raise ValueError(f"{at}: residual, std and excess must be finite 1-D arrays "
                                  "of one length")
-            key = (_key(pattern(entry, at)), method(entry.get("method"), f"{at}.method"))
+            key = (_key(pattern(entry, at)),
+                   method(entry.get("method"), f"{at}.method", residuals=True))
             memo._residuals[key] = arrays
         return memo
 
