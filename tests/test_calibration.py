@@ -18,7 +18,7 @@ from benchsel.coreset._base import CoresetMethod
 from benchsel.evaluation import evaluate_completion, extrapolate
 from benchsel.gaussian.calibrate import GaussianCalibrator
 from benchsel.matrix import ScoreMatrix
-from benchsel.prediction.completion import calibrate_completion
+from benchsel.prediction.residuals import calibrate_completion
 
 Z90 = norm.ppf(0.95)
 

@@ -129,7 +129,7 @@ def test_cli_complete_json_and_predict_method(capsys):
 
 # ------------------------------------------------------------------ auto
 def test_auto_choice_is_never_empty_and_small_boards_fall_back():
-    from benchsel.prediction.completion import choose_completer
+    from benchsel.prediction.choice import choose_completer
 
     values = load_dataset("wildbench").values
     choice = choose_completer(values, methods=["mean", "gaussian", "ridge"])
@@ -144,7 +144,7 @@ def test_auto_choice_is_never_empty_and_small_boards_fall_back():
 
 
 def test_auto_fills_cells_its_winner_cannot_predict():
-    from benchsel.prediction.completion import MethodChoice, complete_auto
+    from benchsel.prediction.choice import MethodChoice, complete_auto
 
     values = load_dataset("merged").cleaned().values
     ridge = complete(values, "ridge")
@@ -158,12 +158,9 @@ def test_auto_fills_cells_its_winner_cannot_predict():
 
 
 def test_completion_cache_returns_what_complete_does_and_shares_the_choice_folds():
-    from benchsel.prediction.completion import (
-        CompletionCache,
-        calibrate_completion,
-        choose_completer,
-        complete_auto,
-    )
+    from benchsel.prediction.cache import CompletionCache
+    from benchsel.prediction.choice import choose_completer, complete_auto
+    from benchsel.prediction.residuals import calibrate_completion
 
     values = load_dataset("bigcodebench").cleaned().values
     cache = CompletionCache()
@@ -238,7 +235,7 @@ def test_predict_auto_reports_its_choice():
 
 def test_strength_choice_scores_each_method_on_the_strength_splits():
     from benchsel.matrix import model_strength
-    from benchsel.prediction.completion import choose_completer, median_ape
+    from benchsel.prediction.choice import choose_completer, median_ape
 
     values = load_dataset("bigcodebench").cleaned().values
     given = np.zeros(values.shape[1], dtype=bool)
@@ -273,7 +270,7 @@ def test_strength_choice_scores_each_method_on_the_strength_splits():
 
 
 def test_new_models_beyond_the_range_get_the_strength_choice():
-    from benchsel.prediction.completion import choose_completer, choose_for_new_models
+    from benchsel.prediction.choice import choose_completer, choose_for_new_models
 
     values = load_dataset("wildbench").values
     given = np.zeros(values.shape[1], dtype=bool)

@@ -71,7 +71,7 @@ def test_range_excess_equals_the_loop(m, n):
 
 def _soft_impute_by_full_svd(values, rank=2, max_iter=500, tol=1e-6):
     """complete_svd's loop with a full SVD every iteration."""
-    from benchsel.prediction.completion import _finish, _Latent
+    from benchsel.prediction.completers import _finish, _Latent
 
     lat = _Latent(values)
     observed = ~np.isnan(lat.z)
@@ -90,7 +90,7 @@ def _soft_impute_by_full_svd(values, rank=2, max_iter=500, tol=1e-6):
 @pytest.mark.parametrize("board", ["merged", "mteb", "open_llm_v2"])
 def test_soft_impute_follows_the_full_svd(board):
     from benchsel.datasets import load_dataset
-    from benchsel.prediction.completion import complete_svd
+    from benchsel.prediction.completers import complete_svd
 
     values = load_dataset(board).values
     fast = complete_svd(values).mean
@@ -99,7 +99,7 @@ def test_soft_impute_follows_the_full_svd(board):
 
 @pytest.mark.parametrize("shape", [(118, 114), (30, 80), (80, 30)])
 def test_top_subspace_equals_the_truncated_svd(shape):
-    from benchsel.prediction.completion import _TopSubspace
+    from benchsel.prediction.completers import _TopSubspace
 
     rng = np.random.default_rng(shape[0])
     a = rng.normal(size=shape)

@@ -205,7 +205,7 @@ def test_predictor_is_validated():
 
 def test_completion_calibration_with_a_pattern_holds_out_the_strongest_and_weakest():
     from benchsel.matrix import model_strength
-    from benchsel.prediction.completion import completion_residuals
+    from benchsel.prediction.residuals import completion_residuals
 
     values = _curved(m=60, seed=6)
     given = np.array([True, True, False, False, False, False])
@@ -230,7 +230,7 @@ def test_completion_calibration_with_a_pattern_holds_out_the_strongest_and_weake
 
 
 def test_the_cache_reuses_the_gaussian_and_gives_the_same_completion():
-    from benchsel.prediction.completion import CompletionCache
+    from benchsel.prediction.cache import CompletionCache
 
     hidden = _curved(seed=7)
     hidden[:30, 3:] = np.nan
@@ -316,7 +316,7 @@ def test_a_model_with_no_selected_score_gets_the_column_means_and_the_widest_int
 
 def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets():
     from benchsel.datasets import load_dataset
-    from benchsel.prediction.completion import complete_new_rows
+    from benchsel.prediction.completers import complete_new_rows
 
     values = load_dataset("merged").cleaned().values
     train, new = values[:100].copy(), values[100:].copy()

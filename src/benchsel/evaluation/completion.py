@@ -19,7 +19,7 @@ Metrics over the hidden cells:
 * ``interval_coverage`` -- % of predicted cells inside the central interval
   at ``level``, after calibration (each method's standard deviation times
   the conformal multipliers of
-  :func:`~benchsel.prediction.completion.calibrate_completion`, fitted on
+  :func:`~benchsel.prediction.residuals.calibrate_completion`, fitted on
   the fold's training matrix alone: its own models hide cells and are
   filled back);
 * ``uncalibrated_coverage`` -- the same with the method's own standard
@@ -37,18 +37,10 @@ import numpy as np
 from .._parallel import map_tasks, one_blas_thread
 from ..calibration import range_excess
 from ..matrix import ScoreMatrix, Standardizer
-from ..prediction.completion import (
-    AUTO_MIN_COVERAGE,
-    COMPLETERS,
-    Completion,
-    CompletionCache,
-    calibrate_completion,
-    choose_completer,
-    complete,
-    complete_auto,
-    interval,
-    median_ape,
-)
+from ..prediction.cache import CompletionCache
+from ..prediction.choice import AUTO_MIN_COVERAGE, choose_completer, complete_auto, median_ape
+from ..prediction.completers import COMPLETERS, Completion, complete, interval
+from ..prediction.residuals import calibrate_completion
 from ..splits import completion_masks
 from .metrics import coverage, json_record
 

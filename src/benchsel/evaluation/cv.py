@@ -425,7 +425,7 @@ def _nanstd(a: np.ndarray) -> float:
 
 def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
                   predictor="gaussian", transform="none") -> ScoreMatrix:
-    from ..prediction.completion import COMPLETERS
+    from ..prediction.completers import COMPLETERS
 
     if predictor not in COMPLETERS:
         raise ValueError(f"predictor must be one of {', '.join(COMPLETERS)}; got {predictor!r}")

@@ -688,7 +688,8 @@ class GaussianModel:
         :meth:`predict` of that pattern only completes the new rows. Plans
         call this for their selection and store the result.
         """
-        from ..prediction.completion import CompletionCache, choose_for_new_models
+        from ..prediction.cache import CompletionCache
+        from ..prediction.choice import choose_for_new_models
 
         self._check_fitted()
         pattern = np.zeros(len(self.items_), dtype=bool)

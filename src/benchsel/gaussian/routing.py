@@ -29,7 +29,7 @@ __all__ = ["calibrate_completion", "calibration_records", "frontier_choice", "pr
 def frontier_choice(choice):
     """``choice`` replaced by the frontier-corrected Gaussian (its ranking kept as
     fallbacks), for a model the frontier shift moved."""
-    from ..prediction.completion import MethodChoice
+    from ..prediction.choice import MethodChoice
 
     if choice.method == "gaussian" and choice.split == "frontier":
         return choice
@@ -42,11 +42,8 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
     """Per pattern of observed items and regime: the method that wins a CV on the
     training models (random held-out models for a new model inside their
     strength range, the strength splits for one beyond it)."""
-    from ..prediction.completion import (
-        CompletionCache,
-        MethodChoice,
-        choose_for_new_models,
-    )
+    from ..prediction.cache import CompletionCache
+    from ..prediction.choice import MethodChoice, choose_for_new_models
 
     train = model.scores_.values
     reference = model.range_.standardizer.transform(train)
@@ -127,7 +124,7 @@ def calibration_records(model, reference: np.ndarray, rows_z: np.ndarray, calibr
 
 def predict_by_completion(model, models, x, gaussian: Prediction, method,
                           cache=None) -> Prediction:
-    from ..prediction.completion import Completion, complete_new_rows
+    from ..prediction.completers import Completion, complete_new_rows
 
     res = complete_new_rows(model.scores_.values, x, method, cache=cache)
     calibration = calibrate_completion(model, x, method, gaussian.level, cache)
@@ -167,7 +164,7 @@ def calibrate_completion(model, x: np.ndarray, method: str, level: float,
     """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
     ``cache``: completions already made of the training matrix (``auto``'s)."""
     from ..calibration import fit_calibration
-    from ..prediction.completion import completion_residuals
+    from ..prediction.residuals import completion_residuals
 
     train = model.scores_.values
 

@@ -1,18 +1,15 @@
 """Predictors that are not the plain Gaussian conditional: matrix completion."""
 
-from .completion import (
+from .choice import MethodChoice, choose_completer, choose_for_new_models, complete_auto
+from .completers import (
     COMPLETERS,
     Completion,
-    MethodChoice,
-    calibrate_completion,
-    choose_completer,
-    choose_for_new_models,
     complete,
-    complete_auto,
     complete_new_rows,
     interval,
     percent_scale,
 )
+from .residuals import calibrate_completion
 
 __all__ = [
     "COMPLETERS",

@@ -3,7 +3,7 @@
 For a pattern of given items, ``auto`` cross-validates every completion
 method on the training models (:func:`~benchsel.prediction.choose_completer`)
 and calibrates the winner's intervals on held-out models
-(:func:`~benchsel.prediction.completion_residuals`): tens of completions of
+(:func:`~benchsel.prediction.residuals.completion_residuals`): tens of completions of
 the whole matrix, seconds to a minute, while completing the new model's row
 with the winner takes one. Both depend only on the training matrix, the
 pattern and the method, so an :class:`AutoMemo` keeps them: a fitted
@@ -86,7 +86,8 @@ class AutoMemo:
     def from_json(cls, obj, items: Sequence[str], where: str) -> AutoMemo:
         """Inverse of :meth:`to_json`, checked; ``where`` names the entry in messages."""
         from ..plan._format import decode_array
-        from .completion import COMPLETERS, MethodChoice
+        from .choice import MethodChoice
+        from .completers import COMPLETERS
 
         if not isinstance(obj, dict) or set(obj) - {"choices", "residuals"}:
             raise ValueError(f"{where}: expected an object with 'choices' and 'residuals'")

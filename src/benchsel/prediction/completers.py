@@ -30,39 +30,33 @@ in ``[0, 1]`` are taken as fractions.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import expit, logit, ndtri
 
 from .._patterns import unique_rows
 from ..bounds import column_scale
-from ..calibration import MIN_MODELS, Calibration, fit_calibration, range_excess
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
-from ..matrix import Standardizer, column_moments, model_strength
-from ..progress import report as _report
-from ..splits import completion_masks
+from ..matrix import Standardizer, column_moments
 from . import gp
+
+if TYPE_CHECKING:
+    from .cache import CompletionCache
 
 __all__ = [
     "Completion",
-    "CompletionCache",
     "COMPLETERS",
-    "MethodChoice",
-    "calibrate_completion",
-    "choose_completer",
-    "choose_for_new_models",
     "complete",
-    "complete_auto",
-    "median_ape",
     "complete_new_rows",
     "interval",
     "percent_scale",
 ]
+
 
 _EPS = 1e-3
 
@@ -390,6 +384,12 @@ def complete_gaussian_svd(values: np.ndarray) -> Completion:
     return _blend(complete_gaussian(values), complete_svd(values))
 
 
+def _complete_auto(values: np.ndarray) -> Completion:
+    from .choice import complete_auto  # choice imports this module
+
+    return complete_auto(values)
+
+
 COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
     "mean": complete_mean,
     "gaussian-em": complete_gaussian_em,
@@ -399,340 +399,8 @@ COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
     "svd+ridge": complete_svd_ridge,
     "gaussian+svd": complete_gaussian_svd,
     "gp": complete_gp,
-    "auto": lambda values: complete_auto(values),
+    "auto": _complete_auto,
 }
-
-
-#: ``auto`` chooses among the methods that predict at least this share of held-out cells.
-AUTO_MIN_COVERAGE = 0.99
-#: What ``auto`` chooses from: every method but ``auto`` itself.
-AUTO_CANDIDATES = tuple(m for m in COMPLETERS if m != "auto")
-
-
-def median_ape(true: np.ndarray, pred: np.ndarray) -> float:
-    """Median absolute percentage error over cells with a nonzero true score (NaN if none).
-
-    A true score below a millionth of the typical one counts as zero: its
-    percentage error is meaningless (and a subnormal one overflows).
-    """
-    size = np.abs(true)
-    positive = size[size > 0]
-    if not positive.size:
-        return float("nan")
-    nonzero = size > 1e-6 * np.median(positive)
-    with np.errstate(over="ignore"):  # an error of 1e300 on a score of 1e-7 is infinite here
-        ape = 100 * np.abs(pred[nonzero] - true[nonzero]) / size[nonzero]
-    return float(np.median(ape)) if ape.size else float("nan")
-
-
-@dataclass(frozen=True)
-class MethodChoice:
-    """The completion method ``auto`` chose, and the figures it chose by.
-
-    Attributes
-    ----------
-    method : str
-        The winner: lowest MedAPE among methods that predicted at least
-        :data:`AUTO_MIN_COVERAGE` of the held-out cells (when none did, the
-        method that predicted most).
-    fallbacks : tuple of str
-        The others in rank order, then ``mean``: who fills a cell the
-        winner cannot predict.
-    medape, coverage : dict
-        Per method, MedAPE (%) and share of held-out cells predicted (%).
-    cells : int
-        Held-out cells the choice was made on (0: too few models to hold
-        any out; the choice is then ``gaussian``).
-    split : str
-        What the held-out models were: ``"random"`` (random models, as a
-        new model inside the source models' range) or ``"strength"`` (the
-        strongest 30%, then the weakest 30%, each predicted from the other
-        models: as a new model beyond the range), or ``"none"`` for a new
-        model with no score (it gets ``mean``: :func:`complete_new_rows`).
-    """
-
-    method: str
-    fallbacks: tuple
-    medape: dict
-    coverage: dict
-    cells: int
-    split: str = "random"
-
-    @property
-    def margin(self) -> float:
-        """MedAPE of the runner-up minus the winner's (NaN without one)."""
-        ranked = [m for m in (self.method, *self.fallbacks) if m in self.medape]
-        if len(ranked) < 2:
-            return float("nan")
-        return float(self.medape[ranked[1]] - self.medape[ranked[0]])
-
-    def to_dict(self) -> dict:
-        def num(v):
-            return None if v is None or not np.isfinite(v) else float(v)
-
-        return {"method": self.method, "fallbacks": list(self.fallbacks),
-                "margin": num(self.margin), "cells": self.cells, "split": self.split,
-                "medape": {m: num(v) for m, v in self.medape.items()},
-                "coverage": {m: num(v) for m, v in self.coverage.items()}}
-
-
-def _usable_rows(observed: np.ndarray, given: np.ndarray) -> np.ndarray:
-    """Models that can play a new model run on ``given``: they have a given item and another."""
-    return np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
-
-
-def _tails(values: np.ndarray, given: np.ndarray) -> tuple:
-    """Models by strength, and the strongest and weakest 30% of them that can hide cells.
-
-    Returns ``(order, strongest, weakest)``: all models, weakest first, and
-    the two tails restricted to :func:`_usable_rows`.
-    """
-    usable = np.zeros(values.shape[0], dtype=bool)
-    usable[_usable_rows(~np.isnan(values), given)] = True
-    order = np.argsort(model_strength(values), kind="stable")
-    tail = (3 * values.shape[0]) // 10
-    strongest, weakest = order[values.shape[0] - tail:], order[:tail]
-    return order, strongest[usable[strongest]], weakest[usable[weakest]]
-
-
-def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
-    """The two strength splits of a matrix for a new model run on ``given`` items.
-
-    The weakest half of the models with the strongest 30%, and the
-    strongest half with the weakest 30%; the 30% keep only their given
-    cells (those of them that have a given item and another). Returns
-    ``(matrix, hidden)`` pairs, the rows in the models' order; [] below
-    :data:`~benchsel.calibration.MIN_MODELS` models.
-    """
-    if values.shape[0] < MIN_MODELS:
-        return []
-    observed = ~np.isnan(values)
-    order, strongest, weakest = _tails(values, given)
-    half, tail = values.shape[0] // 2, (3 * values.shape[0]) // 10
-    out = []
-    for fit, held, hiding in ((order[:half], order[-tail:], strongest),
-                              (order[-half:], order[:tail], weakest)):
-        keep = np.sort(np.concatenate([fit, held]))
-        hidden = np.zeros((keep.size, values.shape[1]), dtype=bool)
-        rows = np.isin(keep, hiding)
-        hidden[rows] = observed[keep][rows] & ~given
-        out.append((values[keep], hidden))
-    return out
-
-
-def _extreme_masks(values: np.ndarray, given: np.ndarray) -> list[np.ndarray]:
-    """Hidden cells of the strongest 30% of the models, then of the weakest 30%.
-
-    Each hiding model keeps its ``given`` cells (those that have a given
-    item and another); [] below :data:`~benchsel.calibration.MIN_MODELS` models.
-    """
-    if values.shape[0] < MIN_MODELS:
-        return []
-    observed = ~np.isnan(values)
-    masks = []
-    for rows in _tails(values, given)[1:]:
-        mask = np.zeros_like(observed)
-        mask[rows] = observed[rows] & ~given
-        masks.append(mask)
-    return masks
-
-
-def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
-    """Hidden cells for :func:`choose_completer` (see there); [] when too few models."""
-    if given is None:
-        try:
-            return completion_masks(observed, hide, folds, max(2, min(8, observed.shape[1])),
-                                    seed)
-        except ValueError:
-            return []
-    given = np.asarray(given, dtype=bool)
-    usable = _usable_rows(observed, given)
-    if usable.size < folds:
-        return []
-    rng = np.random.default_rng(seed)
-    masks = []
-    for part in np.array_split(rng.permutation(usable), folds):
-        mask = np.zeros_like(observed)
-        mask[part] = observed[part] & ~given
-        masks.append(mask)
-    return masks
-
-
-def choose_completer(
-    values: np.ndarray, *, methods=None, given=None, folds: int = 3, hide: float = 0.5,
-    seed=0, cache: CompletionCache | None = None, split: str = "random",
-) -> MethodChoice:
-    """Cross-validate completion methods on ``values`` and rank them.
-
-    The folds hide cells of the matrix itself: with ``given`` (a boolean
-    mask of items, the pattern of a new model) each held-out model keeps
-    only its given cells, as the new model has; otherwise a fraction
-    ``hide`` of its cells, as in the ``complete`` protocol. Every method sees
-    the same folds.
-
-    ``split="strength"`` (with ``given``) holds out the strongest 30% of the
-    models, predicted from the other 70%, and then the weakest 30%: the
-    choice for a new model beyond the source models' range. Methods rank
-    differently there: under the extrapolation protocol, choosing for the
-    strong new models on random folds lost R^2 to the Gaussian on MERGED
-    (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and choosing
-    on these splits did not (docs/experiments/reproduction.md). The calibration's
-    strength splits (:func:`completion_residuals`) fit on half the models
-    only; chosen on those, the winners on MERGED were worse methods for a
-    fit on the whole source.
-
-    Parameters
-    ----------
-    values : ndarray of shape (M, N)
-    methods : sequence of str, optional
-        Candidates (default: :data:`AUTO_CANDIDATES`).
-    given : array-like of bool, shape (N,), optional
-    folds : int, default 3
-    hide : float, default 0.5
-    seed : int, default 0
-    cache : CompletionCache, optional
-        Shared with the calls that calibrate and complete with the winner,
-        so that what they repeat is computed once.
-    split : {"random", "strength"}, default "random"
-
-    Returns
-    -------
-    MethodChoice
-        With ``cells == 0`` when there were too few models to hold any out
-        (then ``gaussian``).
-    """
-    values = np.asarray(values, dtype=float)
-    methods = [m for m in (methods or AUTO_CANDIDATES) if m != "auto"]
-    for m in methods:
-        if m not in COMPLETERS:
-            raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
-    if split == "strength":
-        if given is None:
-            raise ValueError("split='strength' needs the given items")
-        masks = _extreme_masks(values, np.asarray(given, bool))
-    elif split == "random":
-        masks = _auto_masks(~np.isnan(values), given, folds, hide, seed)
-    else:
-        raise ValueError(f"split must be 'random' or 'strength'; got {split!r}")
-    masks = [mask for mask in masks if mask.any()]
-    if not masks:
-        return MethodChoice("gaussian", ("mean",), {}, {}, 0, split)
-    true = np.concatenate([values[mask] for mask in masks])
-    pred = {m: [] for m in methods}
-    cache = cache or CompletionCache()
-    stage = ("choosing the predictor" if split == "random"
-             else "choosing the predictor beyond the sources' range")
-    total, done = len(masks) * len(methods), 0
-    for mask in masks:
-        held_out = np.where(mask, np.nan, values)
-        for m in methods:
-            _report(stage, done, total)
-            pred[m].append(cache.get(held_out, m).mean[mask])
-            done += 1
-    _report(stage, total, total)
-    medape, coverage = {}, {}
-    for m in methods:
-        p = np.concatenate(pred[m])
-        got = ~np.isnan(p)
-        coverage[m] = float(100 * got.mean())
-        medape[m] = median_ape(true[got], p[got])
-    full = sorted((m for m in methods if coverage[m] >= 100 * AUTO_MIN_COVERAGE
-                   and np.isfinite(medape[m])), key=lambda m: medape[m])
-    rest = sorted((m for m in methods if m not in full),
-                  key=lambda m: (-coverage[m], medape[m] if np.isfinite(medape[m]) else np.inf))
-    ranked = full + rest
-    fallbacks = tuple(ranked[1:]) + (() if "mean" in ranked else ("mean",))
-    return MethodChoice(ranked[0], fallbacks, medape, coverage, int(true.size), split)
-
-
-def choose_for_new_models(
-    values: np.ndarray, given, outside, *, cache: CompletionCache | None = None, memo=None,
-) -> list[MethodChoice]:
-    """``auto``'s choice for each new model run on the ``given`` items.
-
-    Models inside the source models' strength range get the choice of
-    random held-out models, those beyond it (``outside``, one flag per new
-    model) the choice of the strength splits (:func:`choose_completer`);
-    each is computed only if some model needs it, and the strength splits
-    defer to random folds on a matrix too small for them. With ``memo`` (an
-    :class:`~benchsel.prediction.memo.AutoMemo` of ``values``) a choice made
-    before is taken from it, and a new one kept in it.
-    """
-    outside = np.asarray(outside, dtype=bool)
-    cache = cache or CompletionCache()
-
-    def choose(split: str) -> MethodChoice:
-        def run():
-            return choose_completer(values, given=given, cache=cache, split=split)
-        return run() if memo is None else memo.choice(given, split, run)
-
-    random = choose("random") if (~outside).any() else None
-    beyond = None
-    if outside.any():
-        beyond = choose("strength")
-        if not beyond.cells:
-            beyond = random or choose("random")
-    return [beyond if out else random for out in outside]
-
-
-#: Blends by their parts, so that comparing methods completes each part once.
-_BLENDS = {"svd+ridge": ("svd", "ridge"), "gaussian+svd": ("gaussian", "svd")}
-
-
-class CompletionCache:
-    """Completions already computed, by method and matrix content.
-
-    Choosing a method, calibrating it and completing with it complete the
-    same matrices again and again: :func:`choose_completer`'s first fold
-    hides exactly the cells :func:`completion_residuals` hides (same
-    ``hide`` and ``seed``), ``auto`` completes with a method already
-    compared, a blend repeats its parts, and ``gp`` starts from
-    ``gaussian``. Every completer is a deterministic function of the
-    matrix, so a completion is keyed by the
-    method and a digest of the matrix's bytes and computed once. Keep a
-    cache no longer than the matrices it serves (one fold of a protocol):
-    each entry holds two arrays the size of the matrix.
-    """
-
-    def __init__(self):
-        self._done: dict[tuple, Completion] = {}
-
-    def get(self, values: np.ndarray, method: str) -> Completion:
-        """``complete(values, method)``, computed on the first request only."""
-        values = np.ascontiguousarray(values, dtype=float)
-        key = (method, values.shape, hashlib.blake2b(values.tobytes(), digest_size=20).digest())
-        if key not in self._done:
-            parts = _BLENDS.get(method)
-            if parts:
-                done = _blend(self.get(values, parts[0]), self.get(values, parts[1]))
-            elif method == "gp":  # auto compares it with gaussian: fit that once
-                done = complete_gp(values, self.get(values, "gaussian"))
-            elif method == "auto":
-                done = complete_auto(values, cache=self)
-            else:
-                done = COMPLETERS[method](values)
-            self._done[key] = done
-        return self._done[key]
-
-
-def complete_auto(
-    values: np.ndarray, choice: MethodChoice | None = None, *,
-    cache: CompletionCache | None = None,
-) -> Completion:
-    """Complete with the method :func:`choose_completer` ranks first, gaps by the next ones."""
-    values = np.asarray(values, dtype=float)
-    cache = cache or CompletionCache()
-    choice = choice or choose_completer(values, cache=cache)
-    ranked = (choice.method, *choice.fallbacks)
-    res = cache.get(values, choice.method)
-    mean, std = res.mean.copy(), res.std.copy()
-    for m in ranked[1:]:
-        gap = np.isnan(mean)
-        if not gap.any():
-            break
-        other = cache.get(values, m)
-        mean[gap], std[gap] = other.mean[gap], other.std[gap]
-    return Completion(mean, std)
 
 
 def complete(
@@ -813,90 +481,6 @@ def complete_new_rows(
         res = complete(np.vstack([train, new[i:i + 1]]), method)
         mean[i], std[i] = res.mean[-1], res.std[-1]
     return Completion(mean, std)
-
-
-def completion_residuals(
-    values: np.ndarray, method: str, *, given=None, hide: float = 0.5, seed=0,
-    cache: CompletionCache | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Held-out residuals of a completion method on the matrix it will complete.
-
-    A third of the models with at least two observed scores hide cells and
-    the method completes the rest: with ``given`` (a boolean mask of items,
-    the pattern a new model was run on) each of them keeps only its given
-    cells, as a new model does; otherwise a fraction ``hide`` of its cells,
-    as in the ``complete`` protocol. The regime of a hiding model compares
-    its strength on its kept cells with the other models'.
-
-    With ``given`` two strength splits come on top, as for the Gaussian
-    (:func:`benchsel.calibration.calibration_splits`): the weakest half of
-    the models completes the strongest 30% from their given cells, and the
-    strongest half the weakest 30%. A new model is often stronger than every
-    source model; without these splits the ``outside`` regime learned only
-    from the few held-out models that happened to lie outside the others'
-    range, and a method's intervals covered 67-81% under the extrapolation
-    protocol on MTEB (docs/experiments/reproduction.md).
-
-    Returns
-    -------
-    residual, std : ndarray of shape (n,)
-        ``y - mean`` and the method's standard deviation on hidden cells it
-        predicted.
-    excess : ndarray of shape (n,)
-        How far the hiding model lies outside the others' strength range.
-    """
-    values = np.asarray(values, dtype=float)
-    observed = ~np.isnan(values)
-    empty = (np.empty(0), np.empty(0), np.empty(0))
-    if given is None:
-        try:
-            mask = completion_masks(observed, hide, 3, min(8, values.shape[1]), seed)[0]
-        except ValueError:  # too few models to hold any out
-            return empty
-        return _hidden_residuals(values, mask, method, cache)
-    given = np.asarray(given, dtype=bool)
-    usable = _usable_rows(observed, given)
-    if usable.size < 3:
-        return empty
-    rng = np.random.default_rng(seed)
-    rows = rng.permutation(usable)[: max(1, usable.size // 3)]
-    mask = np.zeros_like(observed)
-    mask[rows] = observed[rows] & ~given
-    splits = [(values, mask), *_strength_splits(values, given)]
-    parts = []
-    for done, (sub, mask) in enumerate(splits):
-        _report(f"calibrating {method}'s intervals", done, len(splits))
-        parts.append(_hidden_residuals(sub, mask, method, cache))
-    _report(f"calibrating {method}'s intervals", len(splits), len(splits))
-    return tuple(np.concatenate(p) for p in zip(*parts))
-
-
-def _hidden_residuals(values, mask, method, cache):
-    """Residuals, standard deviations and range excess on the cells ``mask`` hides."""
-    train = np.where(mask, np.nan, values)
-    res = complete(train, method, cache=cache)
-    hiding = mask.any(axis=1)
-    z = Standardizer.fit(train).transform(train)
-    outside = np.zeros(values.shape[0])
-    outside[hiding] = range_excess(z[~hiding], z[hiding])
-    cells = mask & ~np.isnan(res.mean)
-    rows = np.nonzero(cells)[0]
-    return values[cells] - res.mean[cells], res.std[cells], outside[rows]
-
-
-def calibrate_completion(
-    values: np.ndarray, method: str, *, level: float = 0.9, given=None, hide: float = 0.5,
-    seed=0, cache: CompletionCache | None = None,
-) -> Calibration:
-    """Per-regime conformal multipliers of a completion method's standard deviation.
-
-    From :func:`completion_residuals` (one held-out third of the models, and
-    with ``given`` two strength splits; see :mod:`benchsel.calibration`).
-    Uncalibrated when the matrix is too small.
-    """
-    residual, std, excess = completion_residuals(values, method, given=given, hide=hide,
-                                                  seed=seed, cache=cache)
-    return fit_calibration(residual, std, excess, level=level)
 
 
 def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:

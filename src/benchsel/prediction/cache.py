@@ -1,0 +1,57 @@
+"""Completions already computed, by method and matrix content (:class:`CompletionCache`).
+
+:mod:`.memo` keeps what ``auto`` chose and measured across runs (``AutoMemo``);
+this cache keeps completions within one fold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .completers import COMPLETERS, Completion, _blend, complete_gp
+
+__all__ = ["CompletionCache"]
+
+
+#: Blends by their parts, so that comparing methods completes each part once.
+_BLENDS = {"svd+ridge": ("svd", "ridge"), "gaussian+svd": ("gaussian", "svd")}
+
+
+class CompletionCache:
+    """Completions already computed, by method and matrix content.
+
+    Choosing a method, calibrating it and completing with it complete the
+    same matrices again and again: :func:`choose_completer`'s first fold
+    hides exactly the cells :func:`completion_residuals` hides (same
+    ``hide`` and ``seed``), ``auto`` completes with a method already
+    compared, a blend repeats its parts, and ``gp`` starts from
+    ``gaussian``. Every completer is a deterministic function of the
+    matrix, so a completion is keyed by the
+    method and a digest of the matrix's bytes and computed once. Keep a
+    cache no longer than the matrices it serves (one fold of a protocol):
+    each entry holds two arrays the size of the matrix.
+    """
+
+    def __init__(self):
+        self._done: dict[tuple, Completion] = {}
+
+    def get(self, values: np.ndarray, method: str) -> Completion:
+        """``complete(values, method)``, computed on the first request only."""
+        values = np.ascontiguousarray(values, dtype=float)
+        key = (method, values.shape, hashlib.blake2b(values.tobytes(), digest_size=20).digest())
+        if key not in self._done:
+            parts = _BLENDS.get(method)
+            if parts:
+                done = _blend(self.get(values, parts[0]), self.get(values, parts[1]))
+            elif method == "gp":  # auto compares it with gaussian: fit that once
+                done = complete_gp(values, self.get(values, "gaussian"))
+            elif method == "auto":
+                from .choice import complete_auto  # choice imports this module
+
+                done = complete_auto(values, cache=self)
+            else:
+                done = COMPLETERS[method](values)
+            self._done[key] = done
+        return self._done[key]
