@@ -29,18 +29,12 @@ import warnings
 
 import numpy as np
 
-from ..calibration import (
-    FRONTIER_FRACTION,
-    MAX_MODELS,
-    MIN_CELLS,
-    Calibration,
-    calibration_splits,
-    fit_calibration,
-    range_excess,
-)
+from ..gaussian.conditional import conditional_moments
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..splits import frontier_split
-from .conditional import conditional_moments
-from .covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from .conformal import MIN_CELLS, Calibration, fit_calibration
+from .regimes import FRONTIER_FRACTION, range_excess
+from .splits import MAX_MODELS, calibration_splits
 
 __all__ = ["GaussianCalibrator"]
 
