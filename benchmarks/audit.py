@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 from _data import LEADERBOARDS, add_data_dir, load_board
 
-from benchsel.evaluation.audit import audit
+from benchsel.analyses.audit import audit
 
 BOARDS = ("mteb", "merged", "open_llm_v2", "bigcodebench", "wildbench", "helm_lite")
 

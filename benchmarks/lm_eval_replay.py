@@ -105,7 +105,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lmeval.fake_lm import write_replay_task  # noqa: E402
 from lmeval.run import run_many  # noqa: E402
 
-from benchsel.coreset.calibrated import Calibrated  # noqa: E402
+from benchsel.calibration.questions import Calibrated  # noqa: E402
 from benchsel.coreset.evaluate import model_split  # noqa: E402
 from benchsel.coreset.registry import make_method  # noqa: E402
 from benchsel.plan import load_plan  # noqa: E402

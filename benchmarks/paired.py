@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 from _data import add_data_dir
 
-from benchsel.evaluation.paired import paired_difference
+from benchsel.analyses.paired import paired_difference
 from benchsel.io import read_scores
 from benchsel.matrix import DataWarning
 

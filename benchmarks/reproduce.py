@@ -24,7 +24,8 @@ from _data import LEADERBOARDS, add_data_dir, load_board
 
 import benchsel
 from benchsel import ConvergenceWarning
-from benchsel.evaluation import cross_validate, evaluate_completion, extrapolate, normality
+from benchsel.analyses import normality
+from benchsel.evaluation import cross_validate, evaluate_completion, extrapolate
 
 OBJ = ("mi", "entropy", "random")
 ESTIMATORS = ("em", "paper", "em-shrink")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from benchsel import ScoreMatrix
+from benchsel.analyses.audit import audit, loo_residuals
 from benchsel.cli import main
-from benchsel.evaluation.audit import audit, loo_residuals
 
 
 def _board(m=300, n=10, seed=0):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from benchsel import GaussianModel, ScoreMatrix, load_dataset
+from benchsel.analyses.budget import question_budget, rest_variance
 from benchsel.cli import main
-from benchsel.evaluation.budget import question_budget, rest_variance
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from benchsel import ScoreMatrix, load_dataset
+from benchsel.analyses import mardia, normality, shapiro_wilk_bh
 from benchsel.cli import main
-from benchsel.evaluation import mardia, normality, shapiro_wilk_bh
 
 
 def test_mardia_by_hand():

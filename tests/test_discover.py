@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from benchsel import ScoreMatrix, load_dataset
+from benchsel.analyses import discover, novelty, read_correlation
 from benchsel.cli import main
-from benchsel.evaluation import discover, novelty, read_correlation
 
 
 def _board(seed=0, m=200):

@@ -165,7 +165,7 @@ def test_budget_at_the_largest_total_is_quick(capsys):
 
 
 def test_discover_bootstrap_names_unranked_benchmarks():
-    from benchsel.evaluation.discover import discover
+    from benchsel.analyses.discover import discover
 
     nan = float("nan")
     values = np.array([[nan, nan, 0.114, 0.653], [0.853, 0.202, nan, 0.717],

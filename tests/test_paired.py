@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchsel.analyses.paired import paired_difference
 from benchsel.cli import main
-from benchsel.evaluation.paired import paired_difference
 from benchsel.io import read_scores
 
 QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))

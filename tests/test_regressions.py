@@ -215,7 +215,7 @@ def test_svd_leaves_a_column_nobody_observed_unpredicted():
 
 
 def test_mardia_refuses_collinear_columns_without_losing_shapiro_wilk():
-    from benchsel.evaluation import normality
+    from benchsel.analyses import normality
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(40, 3))

@@ -4,7 +4,8 @@ predict the rest with error bars.
 The data flow is one way: :mod:`benchsel.io` reads a
 :class:`~benchsel.matrix.ScoreMatrix`; :class:`~benchsel.gaussian.GaussianModel`
 fits it, selects items and predicts the others; :mod:`benchsel.evaluation`
-diagnoses; :mod:`benchsel.cli` is a thin layer on top.
+evaluates and :mod:`benchsel.analyses` diagnoses; :mod:`benchsel.cli` is a
+thin layer on top.
 
 The names below are imported on first use (PEP 562), so that importing
 ``benchsel`` -- and starting the command line -- costs nothing until a
@@ -35,8 +36,8 @@ _EXPORTS = {
     "greedy_entropy": "selection",
     "greedy_mi": "selection",
     "random_selection": "selection",
-    "Spectrum": "evaluation",
-    "spectrum": "evaluation",
+    "Spectrum": "analyses",
+    "spectrum": "analyses",
     "list_datasets": "datasets",
     "load_dataset": "datasets",
     "read_costs": "io",

@@ -13,7 +13,7 @@ from ._render import _emit, _table
 
 
 def cmd_spectrum(args) -> int:
-    from ..evaluation.spectrum import spectrum
+    from ..analyses.spectrum import spectrum
 
     scores = _load(args)
     model = _fit(args, scores)
@@ -49,7 +49,7 @@ def cmd_spectrum(args) -> int:
 
 
 def cmd_discover(args) -> int:
-    from ..evaluation.discover import discover, read_correlation
+    from ..analyses.discover import discover, read_correlation
 
     new = _names(args.new) if args.new else []
     progress = Progress("resamples", enabled=False if args.quiet else None)
@@ -93,7 +93,7 @@ def cmd_discover(args) -> int:
 
 
 def cmd_budget(args) -> int:
-    from ..evaluation.budget import MAX_TOTAL_QUESTIONS, question_budget
+    from ..analyses.budget import MAX_TOTAL_QUESTIONS, question_budget
 
     if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
         raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
@@ -144,7 +144,7 @@ def cmd_budget(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from ..evaluation.audit import audit
+    from ..analyses.audit import audit
 
     order = read_model_order(args.order) if args.order else None
     result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
@@ -178,7 +178,7 @@ def cmd_audit(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-    from ..evaluation.diagnostics import normality
+    from ..analyses.diagnostics import normality
 
     scores = _load(args)
     report = normality(scores, alpha=args.alpha)

@@ -53,7 +53,7 @@ def cmd_compare(args) -> int:
 
 def _compare_paired(args) -> int:
     """``compare --paired``: two rows of a models x questions matrix, question by question."""
-    from ..evaluation.paired import paired_difference
+    from ..analyses.paired import paired_difference
 
     if args.plan is not None or args.observed:
         raise UsageError("--paired compares two rows of DATA (models x questions); it takes "

@@ -100,7 +100,7 @@ def cmd_plan(args) -> int:
             Path(args.emit_lm_eval_samples).resolve() == Path(args.output).resolve():
         raise UsageError("--emit-lm-eval-samples and -o name the same file; the plan and "
                           "lm-eval's --samples file are two files")
-    from ..evaluation.budget import MAX_TOTAL_QUESTIONS
+    from ..analyses.budget import MAX_TOTAL_QUESTIONS
 
     if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
         raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "

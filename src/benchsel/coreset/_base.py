@@ -25,7 +25,7 @@ method. A method has a registry ``name`` and three calls:
     Which rows of ``predict`` are design-based estimates (a consistent
     estimate with its design's error bar) rather than model-based ones;
     calibration treats those rows apart
-    (:class:`~benchsel.coreset.calibrated.Calibrated`). False everywhere
+    (:class:`~benchsel.calibration.questions.Calibrated`). False everywhere
     unless a method says otherwise.
 
 ``predict``, ``design_based`` and any fitted attribute (a name ending in

@@ -51,6 +51,7 @@ from scipy.stats import kendalltau, spearmanr
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
 from .._reuse import reuse_fits
+from ..calibration.questions import Calibrated
 from ..evaluation.metrics import (
     hamming_stability,
     interval_coverage,
@@ -60,7 +61,6 @@ from ..evaluation.metrics import (
 )
 from ..matrix import DataWarning, ScoreMatrix
 from ..splits import dated_split, frontier_split, random_split, strength_split
-from .calibrated import Calibrated
 from .registry import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
@@ -282,7 +282,7 @@ def evaluate_coresets(
     progress : callable(done, total) or None
     calibrate : bool, default True
         Calibrate every method's error bars on its own source models
-        (:class:`~benchsel.coreset.calibrated.Calibrated`: five refits per
+        (:class:`~benchsel.calibration.questions.Calibrated`: five refits per
         method and trial); ``interval_coverage`` is then calibrated and
         ``uncalibrated_coverage`` is the method's own (``nan`` for a method
         without an error bar). Fit times include the refits.

@@ -1,11 +1,12 @@
-"""Diagnostics and evaluation of fitted models and selections."""
+"""Evaluation protocols and metrics of fitted models and selections.
+
+The analyses of a board (spectrum, discover, audit, budget, paired,
+normality) are in :mod:`benchsel.analyses`.
+"""
 
 from ..splits import Fold, frontier_split, kfold_with_holdout, model_strength, strength_split
-from .audit import AuditResult, audit
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
 from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate, frontier
-from .diagnostics import NormalityReport, mardia, normality, shapiro_wilk_bh
-from .discover import DiscoverResult, DiscoverRow, discover, novelty, read_correlation
 from .metrics import (
     coverage,
     gaussian_entropy,
@@ -15,23 +16,14 @@ from .metrics import (
     r2_against_zero,
 )
 from .oracle import OracleResult, OracleRow, oracle_subsets
-from .spectrum import Spectrum, spectrum
 
 __all__ = [
     "SCORINGS",
     "CVResult",
     "CVRow",
     "Fold",
-    "Spectrum",
     "CompletionResult",
     "CompletionRow",
-    "AuditResult",
-    "audit",
-    "DiscoverResult",
-    "DiscoverRow",
-    "discover",
-    "novelty",
-    "read_correlation",
     "completion_masks",
     "cross_validate",
     "evaluate_completion",
@@ -43,16 +35,11 @@ __all__ = [
     "coverage",
     "interval_coverage",
     "kfold_with_holdout",
-    "mardia",
-    "normality",
-    "NormalityReport",
-    "shapiro_wilk_bh",
     "model_strength",
     "nogueira_stability",
     "oracle_subsets",
     "OracleResult",
     "OracleRow",
     "r2_against_zero",
-    "spectrum",
     "strength_split",
 ]

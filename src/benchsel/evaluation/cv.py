@@ -45,7 +45,7 @@ from ..calibration import (
     regime_excess,
     unknown_calibration,
 )
-from ..gaussian.calibrate import GaussianCalibrator
+from ..calibration.gaussian import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
@@ -584,7 +584,7 @@ def cross_validate(
         (see the module notes).
     calibrate : bool, default True
         Calibrate each fold's intervals on its own training models
-        (:class:`~benchsel.gaussian.calibrate.GaussianCalibrator`: three
+        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`: three
         random folds and two strength splits, each a covariance fit) before
         measuring ``interval_coverage``; ``uncalibrated_coverage`` is that of
         the uncalibrated conditional variance. ``False`` skips the extra

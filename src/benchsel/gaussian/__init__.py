@@ -1,6 +1,5 @@
 """Gaussian model of scores: covariance estimation, conditioning, the fitted model."""
 
-from .calibrate import GaussianCalibrator
 from .conditional import conditional_moments
 from .covariance import (
     COVARIANCE_METHODS,
@@ -28,3 +27,14 @@ __all__ = [
     "estimate_covariance",
     "pairwise_covariance",
 ]
+
+
+def __getattr__(name: str):
+    # GaussianCalibrator lives in benchsel.calibration.gaussian, which imports
+    # this package: it is imported on first use (PEP 562).
+    if name == "GaussianCalibrator":
+        from ..calibration.gaussian import GaussianCalibrator
+
+        globals()[name] = GaussianCalibrator
+        return GaussianCalibrator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

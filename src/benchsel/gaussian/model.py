@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from ..calibration import (
     FRONTIER_APPLY_FRACTION,
     fit_calibration,
     frontier_rows,
+    measures_frontier,
     unknown_calibration,
 )
 from ..exceptions import NotFittedError
@@ -27,7 +29,6 @@ from ..selection.greedy import (
     run_greedy,
 )
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
-from .calibrate import GaussianCalibrator, measures_frontier
 from .conditional import conditional_moments
 from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
 from .extrapolation import TrainingRange
@@ -38,6 +39,9 @@ from .routing import (
     predict_auto,
     predict_by_completion,
 )
+
+if TYPE_CHECKING:
+    from ..calibration.gaussian import GaussianCalibrator
 
 __all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
 
@@ -592,6 +596,9 @@ class GaussianModel:
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""
+        # Imported here: benchsel.calibration.gaussian imports this package.
+        from ..calibration.gaussian import GaussianCalibrator
+
         if self._calibrator is None:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,

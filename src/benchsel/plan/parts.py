@@ -287,10 +287,10 @@ def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool 
     """A fitted question-level method; ``seed`` is an int or a Generator.
 
     With ``calibrate`` its error bars are calibrated on the source models
-    (:class:`~benchsel.coreset.calibrated.Calibrated`; the same questions and
+    (:class:`~benchsel.calibration.questions.Calibrated`; the same questions and
     means).
     """
-    from ..coreset.calibrated import Calibrated
+    from ..calibration.questions import Calibrated
     from ..coreset.registry import make_method
 
     method = make_method(name, n_questions=n, random_state=seed)

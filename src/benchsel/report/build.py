@@ -164,7 +164,7 @@ def _overview(b: _Builder, s: Section, scores: ScoreMatrix, dataset: str) -> Non
 
 
 def _spectrum(b: _Builder, s: Section, model: GaussianModel) -> None:
-    from ..evaluation import spectrum
+    from ..analyses import spectrum
 
     spec = spectrum(model.estimate_.covariance, model.items_).to_dict()
     b.payload["spectrum"] = spec
@@ -241,7 +241,7 @@ def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: in
 
 def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
               covariance: str, seed: int) -> None:
-    from ..evaluation.discover import discover
+    from ..analyses.discover import discover
 
     found = discover(scores, bootstrap=bootstrap, covariance=covariance, seed=seed).to_dict()
     b.payload["discover"] = found
@@ -268,7 +268,7 @@ def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
 
 def _audit(b: _Builder, s: Section, scores: ScoreMatrix, *, threshold: float,
            covariance: str, shown: int = 30) -> None:
-    from ..evaluation.audit import audit
+    from ..analyses.audit import audit
 
     result = audit(scores, threshold=threshold, covariance=covariance)
     found = result.to_dict()

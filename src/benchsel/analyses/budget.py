@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bounds import column_scale
+from ..evaluation.metrics import json_record
 from ..gaussian.conditional import conditional_moments
-from .metrics import json_record
 
 __all__ = ["MAX_TOTAL_QUESTIONS", "BudgetRow", "BudgetResult", "question_budget",
            "rest_variance"]

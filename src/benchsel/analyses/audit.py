@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._patterns import unique_rows
+from ..evaluation.metrics import json_record
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
-from .metrics import json_record
 
 __all__ = ["AuditCell", "AuditBenchmark", "AuditResult", "audit", "loo_residuals"]
 

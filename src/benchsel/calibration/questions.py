@@ -44,8 +44,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from ..calibration import Calibration, calibration_splits, fit_calibration, range_excess
-from ._base import CoresetMethod, inner_settings
+from ..coreset._base import CoresetMethod, inner_settings
+from .conformal import Calibration, fit_calibration
+from .regimes import range_excess
+from .splits import calibration_splits
 
 __all__ = ["Calibrated", "CalibratedPrediction"]
 

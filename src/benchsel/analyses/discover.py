@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._linalg import inverse_diagonal
+from ..evaluation.metrics import json_record
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
-from .metrics import json_record
 
 __all__ = ["DiscoverRow", "DiscoverResult", "discover", "novelty", "read_correlation"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..evaluation.metrics import json_record
 from ..matrix import ScoreMatrix
-from .metrics import json_record
 
 __all__ = ["PairedDifference", "paired_difference"]
 

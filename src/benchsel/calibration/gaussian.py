@@ -29,28 +29,14 @@ import warnings
 
 import numpy as np
 
-from ..calibration import (
-    FRONTIER_FRACTION,
-    MAX_MODELS,
-    MIN_CELLS,
-    Calibration,
-    calibration_splits,
-    fit_calibration,
-    range_excess,
-)
+from ..gaussian.conditional import conditional_moments
+from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..splits import frontier_split
-from .conditional import conditional_moments
-from .covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from .conformal import MIN_CELLS, Calibration, fit_calibration
+from .regimes import FRONTIER_FRACTION, measures_frontier, range_excess
+from .splits import MAX_MODELS, calibration_splits
 
-__all__ = ["GaussianCalibrator", "measures_frontier"]
-
-
-def measures_frontier(z) -> bool:
-    """Whether the sources ``z`` (NaN = missing) are enough to measure a frontier shift:
-    their strongest :data:`~benchsel.calibration.FRONTIER_FRACTION` must hold
-    :data:`~benchsel.calibration.MIN_CELLS` models (300 models at 10%)."""
-    rows = int(np.sum(~np.isnan(np.asarray(z, dtype=float)).all(axis=1)))
-    return rows * FRONTIER_FRACTION >= MIN_CELLS
+__all__ = ["GaussianCalibrator"]
 
 
 class GaussianCalibrator:
