@@ -178,6 +178,24 @@ def test_a_plan_keeps_autos_decisions_and_predicts_as_a_fresh_fit(tmp_path):
     assert {c["split"] for c in [loaded.predict(typical).choices[0],
                                  loaded.predict(beyond).choices[0]]} == {"random", "strength"}
     assert len(model.auto_memo) == decided
+    # The rebuild check and the Gaussian's calibration came from the plan too: no
+    # calibration split was refitted (155 sources are too few for a frontier shift).
+    assert model._calibrator is None
+
+
+def test_a_plan_keeps_the_gaussians_calibration_for_its_check_rows(tmp_path):
+    # MERGED is 31% observed: the rebuild check predicts source rows that miss some
+    # selected scores, each pattern with its own calibration, all kept in the plan.
+    plan = benchsel.plan_benchmarks("merged", k=2)
+    kept = {tuple(r["given"]) for r in plan.to_json()["benchmarks"]["auto"]["residuals"]
+            if r["method"] == "gaussian-conditional"}
+    assert tuple(sorted(plan.run_in_full)) in {tuple(sorted(g)) for g in kept}
+    assert len(kept) >= 2
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    loaded = benchsel.load_plan(path)
+    model = loaded.benchmarks.model()  # the rebuild check passes from the kept residuals
+    assert model._calibrator is None
 
 
 def test_a_damaged_auto_entry_is_named_by_its_json_path(tmp_path):
