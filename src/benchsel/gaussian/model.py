@@ -691,9 +691,10 @@ class GaussianModel:
 
         Chooses the method for a new model inside the training models' range
         and for one beyond it, and collects each winner's held-out residuals
-        (its calibration), keeping them in this model: a later
-        :meth:`predict` of that pattern only completes the new rows. Plans
-        call this for their selection and store the result.
+        (its calibration) and the Gaussian conditional's own, keeping them in
+        this model (:attr:`auto_memo`): a later :meth:`predict` of that
+        pattern only completes the new rows. Plans call this for their
+        selection and store the result.
         """
         from ..prediction.cache import CompletionCache
         from ..prediction.choice import choose_for_new_models
