@@ -365,6 +365,9 @@ def test_scoring_argument_errors(capsys):
         cross_validate(scores, scoring="pap")
     assert main(["evaluate", "helm_lite", "--protocol", "oracle", "--scoring", "paper"]) != 0
     assert "--scoring is not supported by the oracle protocol" in capsys.readouterr().err
+    assert main(["evaluate", "helm_lite", "--protocol", "oracle", "--keep-aggregates"]) != 0
+    assert "--keep-aggregates is not supported by the oracle protocol (its subsets are drawn " \
+        "from every column)" in capsys.readouterr().err
     assert main(["evaluate", "helm_lite", "--folds", "3", "--k-max", "2", "--scoring",
                  "paper", "--predictor", "gaussian", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -533,3 +536,38 @@ def test_a_split_scores_exactly_what_predict_returns(predictor):
         row = res.row("mi", k)
         assert row.r2_mean == pytest.approx(r2, abs=1e-12)
         assert row.interval_coverage == pytest.approx(inside.mean(), abs=1e-12)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_protocols_choose_as_select_ships(keep):
+    """helm_lite's 'Mean win rate' aggregates the other columns: `select` and `plan`
+    leave it out of the choice. Every fold of cv and the frontier split chooses as
+    GaussianModel().fit(its training models).select does -- the aggregate left out,
+    or, with keep_aggregates, allowed -- and the paper's scoring chooses from every
+    column, as the published code does."""
+    import warnings
+
+    from benchsel import DataWarning, GaussianModel
+
+    board = load_dataset("helm_lite").cleaned()
+
+    def shipped(rows, k, keep_aggregates):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            model = GaussianModel().fit(board.subset(models=rows))
+            return list(model.select(k, objective="mi", keep_aggregates=keep_aggregates).items)
+
+    split = frontier_split(board.values, 0.1, 5)
+    res = frontier(board, objectives=("mi",), k_max=4, predictor="gaussian",
+                   keep_aggregates=keep)
+    assert res.orders["mi"][0] == shipped(split.train, 4, keep)
+    cv = cross_validate(board, objectives=("mi",), k_max=3, folds=3, seed=2,
+                        predictor="gaussian", keep_aggregates=keep)
+    folds = kfold_with_holdout(board.n_models, 3, 0.1, 2)
+    assert [o for o in cv.orders["mi"]] == [shipped(f.train, 3, keep) for f in folds]
+    chosen = {name for o in cv.orders["mi"] + res.orders["mi"] for name in o}
+    # Kept, the aggregate is what MI picks first here; left out, it is never chosen.
+    assert ("Mean win rate" in chosen) == keep
+    paper = cross_validate(board, objectives=("mi",), k_max=3, folds=3, seed=2,
+                           predictor="gaussian", scoring="paper")
+    assert paper.orders["mi"] == [shipped(f.train, 3, True) for f in folds]

@@ -346,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate subsets of size 1..K (default 15)")
     p.add_argument("--objectives", default="mi,entropy,random",
                    help="comma-separated objectives (default mi,entropy,random)")
+    p.add_argument("--keep-aggregates", action="store_true",
+                   help="cv/extrapolation/frontier: let a column that aggregates the others "
+                   "(a mean win rate, an average) be selected; by default it is left out of "
+                   "the choice as 'select' and 'plan' leave it out (still predicted and "
+                   "scored); --scoring paper selects from every column")
     p.add_argument("--scoring", choices=SCORINGS, default="default",
                    help="cv/extrapolation R^2 bookkeeping: default scores every validation "
                    "model; paper follows the paper's published code (drops models with no "

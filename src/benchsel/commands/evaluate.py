@@ -33,6 +33,11 @@ def cmd_evaluate(args) -> int:
         common["scoring"] = args.scoring
         common["calibrate"] = calibrate
         common["predictor"] = args.predictor or DEFAULT_PREDICTOR
+        common["keep_aggregates"] = args.keep_aggregates
+    elif args.keep_aggregates:
+        raise ValueError(f"--keep-aggregates is not supported by the {args.protocol} protocol"
+                         + (" (its subsets are drawn from every column)"
+                            if args.protocol == "oracle" else ""))
     elif args.predictor not in (None, "gaussian"):
         raise ValueError(f"--predictor is not supported by the {args.protocol} protocol")
     elif args.transform != "none":

@@ -39,6 +39,7 @@ from scipy.special import ndtri
 
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
+from ..aggregates import aggregate_columns
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
     frontier_rows,
@@ -173,10 +174,19 @@ def _fold(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = "gaussian",
+    items=None,
     order_seed=None,
 ) -> dict:
     std = fit_standardizer(values[fold.train], covariance)
     cols = np.flatnonzero(~std.constant)
+    # The benchmarks `select` and `plan` may choose from: given the item names,
+    # a column that aggregates the others (a mean win rate) is left out of the
+    # choice as there, judged on the fold's training models; still predicted.
+    leave_out = []
+    if items is not None:
+        col_names = [items[j] for j in cols]
+        dropped = aggregate_columns(values[np.ix_(fold.train, cols)], col_names)
+        leave_out = [i for i, name in enumerate(col_names) if name in dropped]
     paper = scoring == "paper"
     # Columns outside the model that the paper's bookkeeping still scores
     # (predicted as the training mean, i.e. 0 in standardized units).
@@ -231,15 +241,17 @@ def _fold(
         if not blank_width:
             blank_width.append(unknown_calibration(values[fold.train], level).inside)
         return blank_width[0]
-    k_top = min(k_max, cols.size - 1)
+    k_top = min(k_max, cols.size - max(1, len(leave_out)))
     if k_top < 1:
         raise ValueError(
             f"fold {fold.index}: fewer than 2 items vary among its training models; "
-            "use fewer folds or a larger holdout-free training set"
+            "use fewer folds or a larger holdout-free training set" if cols.size < 2 else
+            f"fold {fold.index}: every item that varies is an aggregate of the others; "
+            "keep_aggregates=True (--keep-aggregates) lets them be selected"
         )
     out = {}
     for objective in objectives:
-        greedy = run_greedy(sigma, k_top, objective=objective,
+        greedy = run_greedy(sigma, k_top, objective=objective, exclude=leave_out,
                             seed=[seed, fold.index] if order_seed is None else order_seed)
         r2 = np.full(k_max, np.nan)
         cover = np.full(k_max, np.nan)
@@ -468,12 +480,15 @@ def _evaluate(
     predictor: str = "gaussian",
     splitter: str = "default",
     order_seeds=None,
+    keep_aggregates: bool = False,
 ) -> CVResult:
     """Run every split and aggregate per (objective, k); ``order_seeds``: the
     random objective's seed per split (default ``[seed, split index]``)."""
     start = time.perf_counter()
+    # The paper's bookkeeping selects from every column, as its published code does.
+    items = None if keep_aggregates or scoring == "paper" else tuple(scores.items)
     args = (tuple(objectives), k_max, covariance, ridge, clip, seed, level, transform, scoring,
-            calibrate, predictor)
+            calibrate, predictor, items)
     seeds = [None] * len(splits) if order_seeds is None else order_seeds
     tasks = ((scores.values, f, *args, s) for f, s in zip(splits, seeds, strict=True))
     per_fold = map_tasks(_fold, tasks, n_jobs=n_jobs, backend=backend, progress=progress)
@@ -542,8 +557,9 @@ def cross_validate(
     transform: str = "none",
     scoring: str = "default",
     calibrate: bool = True,
-    predictor: str = "gaussian",
+    predictor: str = names.DEFAULT_PREDICTOR,
     splitter: str = "default",
+    keep_aggregates: bool = False,
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -611,6 +627,14 @@ def cross_validate(
         models drawn per fold); with ``"paper"`` the random objective's order
         is also drawn as there, from ``default_rng((seed + 7, fold,
         int(p * 10000)))`` over the fold's modelled items.
+    keep_aggregates : bool, default False
+        Let a column that aggregates the others (a mean win rate, an
+        average; :func:`benchsel.aggregates.aggregate_columns` on each
+        fold's training models) be selected. By default each fold leaves it
+        out of the choice as :meth:`GaussianModel.select
+        <benchsel.gaussian.GaussianModel.select>` does (it is still
+        predicted and scored); ``scoring="paper"`` selects from every
+        column, as the published code does.
 
     Returns
     -------
@@ -627,7 +651,7 @@ def cross_validate(
         splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
                      clip, level, seed, n_jobs, backend, progress, transform, scoring,
-                     calibrate, predictor, splitter, order_seeds)
+                     calibrate, predictor, splitter, order_seeds, keep_aggregates)
 
 
 def extrapolate(
@@ -646,6 +670,7 @@ def extrapolate(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = names.DEFAULT_PREDICTOR,
+    keep_aggregates: bool = False,
 ) -> CVResult:
     """Fit on the weakest models, evaluate on the strongest (Zhang et al., Sec. 4.3).
 
@@ -655,13 +680,15 @@ def extrapolate(
     :func:`cross_validate` (one split, so ``r2_std`` and ``stability`` are
     undefined and reported as ``None``). Interval coverage says whether the
     error bars stay honest for models stronger than any the model has seen.
-    ``scoring``, ``calibrate`` and ``predictor`` are as in :func:`cross_validate`.
+    ``scoring``, ``calibrate``, ``predictor`` and ``keep_aggregates`` are as in
+    :func:`cross_validate`.
     """
     scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
     split = strength_split(scores.values, train_fraction, test_fraction)
     return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
                      covariance, ridge, clip, level, seed, 1, transform=transform,
-                     scoring=scoring, calibrate=calibrate, predictor=predictor)
+                     scoring=scoring, calibrate=calibrate, predictor=predictor,
+                     keep_aggregates=keep_aggregates)
 
 
 def frontier(
@@ -680,6 +707,7 @@ def frontier(
     scoring: str = "default",
     calibrate: bool = True,
     predictor: str = names.DEFAULT_PREDICTOR,
+    keep_aggregates: bool = False,
 ) -> CVResult:
     """Fit on every model but the strongest, evaluate on those (the frontier).
 
@@ -695,4 +723,4 @@ def frontier(
     split = frontier_split(scores.values, fraction, min_targets)
     return _evaluate(scores, [split], "frontier", fraction, objectives, k_max, covariance,
                      ridge, clip, level, seed, 1, transform=transform, scoring=scoring,
-                     calibrate=calibrate, predictor=predictor)
+                     calibrate=calibrate, predictor=predictor, keep_aggregates=keep_aggregates)

@@ -159,7 +159,8 @@ def oracle_subsets(
     splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
     greedy = cross_validate(scores, objectives=objectives, k_max=k_max, folds=folds,
                             holdout=holdout, covariance=covariance, ridge=ridge, clip=clip,
-                            seed=seed, predictor="gaussian")  # as its subsets are scored
+                            seed=seed, predictor="gaussian",  # as its subsets are scored
+                            keep_aggregates=True)  # from every column, as its subsets are
     total = sum(comb(n, k) for k in range(1, k_max + 1))
     done = 0
     rows = []
