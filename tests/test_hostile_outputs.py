@@ -87,6 +87,21 @@ def test_empty_output_name_is_a_usage_error(tmp_path, capsys):
     assert code == 2 and "-o/--output: an empty file name" in err and out == ""
 
 
+def test_dash_output_prints_and_writes_no_file(tmp_path, capsys, monkeypatch):
+    """``-o -`` is standard output, as the convention has it: the same bytes as no -o,
+    and no file named ``-``; a command whose output is a file of its own refuses it."""
+    board = small_board(tmp_path / "board.csv")
+    monkeypatch.chdir(tmp_path)
+    code, printed, _ = cli(capsys, "select", board, "-k", 1, "--json")
+    assert code == 0
+    code, out, _ = cli(capsys, "select", board, "-k", 1, "--json", "-o", "-")
+    assert code == 0 and json.loads(out) == json.loads(printed)
+    assert not (tmp_path / "-").exists()
+    code, out, err = cli(capsys, "plan", board, "-k", 1, "-o", "-")
+    assert code == 2 and "-o -: plan writes a file; give its name" in err
+    assert not (tmp_path / "-").exists()
+
+
 def test_proc_file_is_refused_without_a_temporary_name(capsys):
     if not Path("/proc/self/status").exists():
         pytest.skip("no /proc")

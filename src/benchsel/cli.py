@@ -124,7 +124,8 @@ def _add_selection(p) -> None:
 
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("-o", "--output", help="write to this file (atomically) instead of stdout")
+    p.add_argument("-o", "--output",
+                   help="write to this file (atomically) instead of stdout; - is stdout")
 
 
 _QUIET = "nothing on stderr but errors: no progress lines, no warnings"

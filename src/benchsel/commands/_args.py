@@ -77,6 +77,12 @@ def _inputs(args) -> list:
     return paths
 
 
+#: ``-o -`` means standard output.
+STDOUT = "-"
+#: Commands whose ``-o`` is a file of their own (a plan, an HTML page), never printed.
+WRITES_A_FILE = ("plan", "report")
+
+
 def check_outputs(args) -> None:
     """Refuse every output target of the command before any work is done.
 
@@ -94,10 +100,16 @@ def check_outputs(args) -> None:
     if samples is not None:  # plan: FILE; coreset: TASK FILE
         files.append(("--emit-lm-eval-samples", samples if isinstance(samples, str)
                       else samples[-1]))
-    for flag, path in files:
+    for flag, path in list(files):
         if path == "":
             raise UsageError(f"{flag}: an empty file name; give the name of a file to write"
                              + (", or leave -o out to print" if flag.startswith("-o") else ""))
+        if path == STDOUT and flag.startswith("-o"):
+            # `-o -` prints, as the Unix convention has it -- where the command prints.
+            if getattr(args, "command", None) in WRITES_A_FILE:
+                raise UsageError(f"-o -: {args.command} writes a file; give its name")
+            files.remove((flag, path))
+            continue
         check_output_path(path, protect=inputs)
     plots = getattr(args, "plots", None)
     if plots is not None:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ..io import write_text_atomic
-from ._args import _inputs
+from ._args import STDOUT, _inputs
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
@@ -33,7 +33,7 @@ def _emit(args, payload: dict, text: str) -> None:
 
 
 def _emit_text(args, text: str) -> None:
-    if args.output:
+    if args.output and args.output != STDOUT:
         write_text_atomic(args.output, text, protect=_inputs(args))
     else:
         sys.stdout.write(text)
