@@ -324,11 +324,21 @@ def test_select_without_a_stopping_rule(capsys):
     assert "give k, a budget, or a target residual" in err
 
 
-def test_budget_without_costs(capsys):
-    """``--budget`` alone exits 1 asking for ``--costs``."""
-    code, _, err = run(capsys, "select", "helm_lite", "--budget", 3)
-    assert code == 1
-    assert "--budget needs --costs FILE" in err
+def test_budget_without_costs(capsys, monkeypatch):
+    """``--budget`` alone is a usage error asking for ``--costs``, before any fitting
+    (fit would fail here), as in ``plan``."""
+    from benchsel import GaussianModel
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before the options were checked")
+
+    monkeypatch.setattr(GaussianModel, "fit", no_fit)
+    for command in ("select", "plan"):
+        with pytest.raises(SystemExit) as stop:
+            run(capsys, command, "helm_lite", "--budget", 3,
+                *(["-o", "unused.json"] if command == "plan" else []))
+        assert stop.value.code == 2
+        assert "--budget needs --costs FILE" in capsys.readouterr().err
 
 
 def test_bad_data_file_reports_position(capsys, tmp_path):

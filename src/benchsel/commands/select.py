@@ -31,10 +31,10 @@ def cmd_select(args) -> int:
     scores = _load(args)
     if args.axis == "models":
         scores = scores.transpose()
-    model = _fit(args, scores)
     costs = _costs(args, scores.items)
-    if args.budget is not None and costs is None:
-        raise ValueError("--budget needs --costs FILE")
+    if args.budget is not None and costs is None:  # before minutes of fitting
+        raise UsageError("--budget needs --costs FILE")
+    model = _fit(args, scores)
     sel = model.select(
         args.k,
         objective=args.objective,
