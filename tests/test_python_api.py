@@ -224,3 +224,18 @@ def test_predict_keeps_autos_decisions_between_runs(tmp_path, monkeypatch, capsy
     before = sorted(other.iterdir())
     cli_json(capsys, "predict", "helm_lite", "--observed", "MMLU=0.5", "--json")
     assert sorted(other.iterdir()) == before
+
+
+def test_decisions_kept_under_other_rules_are_not_read(tmp_path, monkeypatch, capsys):
+    """A cache file is keyed by auto's rules (``memo.RULES``) as well as the matrix and
+    options: decisions made by rules since changed are made again, not reused."""
+    from benchsel.prediction import memo
+
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path / "cache"))
+    spec = "MMLU=0.7,GSM8K=0.6"
+    first = cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json")
+    kept = list((tmp_path / "cache" / "auto").glob("*.json"))
+    monkeypatch.setattr(memo, "RULES", memo.RULES + 1)
+    assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
+    now = list((tmp_path / "cache" / "auto").glob("*.json"))
+    assert len(now) == 2 and set(kept) < set(now)

@@ -33,6 +33,13 @@ __all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_c
 #: on five splits of the sources): not a completion method's.
 GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 
+#: The rules by which auto chooses and calibrates. A kept decision is valid
+#: only under the rules that made it, and the package version does not move
+#: between releases: raise this whenever :mod:`.choice`, :mod:`.holdout` or
+#: :mod:`.residuals` would decide differently, so that cache files made by
+#: the old rules are not read.
+RULES = 2
+
 #: What a held-out calibration keeps: residuals, the method's own std, regime excess.
 Residuals = tuple  # (residual, std, excess), three 1-D arrays of one length
 
@@ -182,7 +189,8 @@ def _cache_file(model) -> Path | None:
     scores = model.scores_
     h = hashlib.sha256()
     h.update(fingerprint(scores.models, scores.items, scores.values).encode())
-    h.update(json.dumps({"benchsel": __version__, "options": model.get_params()},
+    h.update(json.dumps({"benchsel": __version__, "rules": RULES,
+                         "options": model.get_params()},
                         sort_keys=True, default=str).encode())
     return folder / "auto" / f"{h.hexdigest()[:32]}.json"
 
