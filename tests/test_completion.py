@@ -269,19 +269,49 @@ def test_strength_choice_scores_each_method_on_the_strength_splits():
         choose_completer(values, split="strength")
 
 
-def test_new_models_beyond_the_range_get_the_strength_choice():
+def test_new_models_beyond_the_range_get_the_choice_of_as_far_out_a_split():
+    """Inside the range: random folds. Beyond it by at most what the strongest and
+    weakest 10% of the sources show over the others (near_reach): the 10% tails;
+    further out: the 30% tails."""
     from benchsel.prediction.choice import choose_completer, choose_for_new_models
+    from benchsel.prediction.holdout import near_reach
 
     values = load_dataset("wildbench").values
     given = np.zeros(values.shape[1], dtype=bool)
     given[:3] = True
-    picked = choose_for_new_models(values, given, [False, True, False])
-    assert [c.split for c in picked] == ["random", "strength", "random"]
+    above, below = near_reach(values, given)
+    assert above > 0 and below > 0
+    picked = choose_for_new_models(values, given, [0.0, above, np.nextafter(above, 99), 0.0,
+                                                   -below, -np.nextafter(below, 99)])
+    assert [c.split for c in picked] == ["random", "near", "strength", "random", "near",
+                                         "strength"]
     assert picked[0] == choose_completer(values, given=given)
-    assert picked[1] == choose_completer(values, given=given, split="strength")
-    # Too few models for strength splits: the random folds' choice for all.
-    small = choose_for_new_models(values[:8], given, [True, False])
-    assert [c.split for c in small] == ["random", "random"]
+    assert picked[1] == choose_completer(values, given=given, split="near")
+    assert picked[2] == choose_completer(values, given=given, split="strength")
+    # Too few models for either tail: the random folds' choice for all.
+    small = choose_for_new_models(values[:8], given, [1e-9, 0.0, 5.0])
+    assert [c.split for c in small] == ["random", "random", "random"]
+
+
+def test_near_reach_is_the_farthest_tail_model_beyond_the_others():
+    """By hand with range_excess: each model of the strongest and weakest 10% (at
+    least 5) against all the other models, on the given items, standardized as the
+    sources are for a new model's excess."""
+    from benchsel.calibration import range_excess
+    from benchsel.matrix import Standardizer, model_strength
+    from benchsel.prediction.holdout import near_reach
+
+    values = load_dataset("bigcodebench").cleaned().values
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[[1, 4]] = True
+    z = Standardizer.fit(values).transform(values)[:, given]
+    order = np.argsort(model_strength(values), kind="stable")
+    tail = len(values) // 10
+    best = []
+    for held in (order[-tail:], order[:tail]):
+        rest = np.setdiff1d(np.arange(len(values)), held)
+        best.append(max(float(range_excess(z[rest], z[[r]])[0]) for r in held))
+    assert near_reach(values, given) == pytest.approx(tuple(best), rel=1e-12)
 
 
 def test_predict_auto_chooses_by_regime_and_says_so(capsys):
@@ -290,11 +320,14 @@ def test_predict_auto_chooses_by_regime_and_says_so(capsys):
     names = data.items[:3]
     cols = [data.items.index(n) for n in names]
     inside = np.median(data.values[:, cols], axis=0)
-    beyond = data.values[:, cols].max(axis=0) + 5  # stronger than every source model
-    new = ScoreMatrix(np.vstack([inside, beyond]), models=["mid", "top"], items=list(names))
+    top = data.values[:, cols].max(axis=0)
+    # Stronger than every source model: just (as the strongest 10% are beyond the
+    # others), and far.
+    new = ScoreMatrix(np.vstack([inside, top + 1, top + 40]), models=["mid", "top", "far"],
+                      items=list(names))
     pred = model.predict(new, method="auto")
-    assert [c["split"] for c in pred.choices] == ["random", "strength"]
-    assert [c["regime"] for c in pred.calibration] == ["inside", "outside"]
+    assert [c["split"] for c in pred.choices] == ["random", "near", "strength"]
+    assert [c["regime"] for c in pred.calibration] == ["inside", "outside", "outside"]
     # Each row is what predicting it alone with its regime's method gives.
     for i, choice in enumerate(pred.choices):
         alone = model.predict({n: float(new.values[i, j]) for j, n in enumerate(names)},

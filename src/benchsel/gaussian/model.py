@@ -711,7 +711,9 @@ class GaussianModel:
             return
         x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
         cache = CompletionCache()
-        choices = choose_for_new_models(self.scores_.values, pattern, [False, True], cache=cache,
+        # One new model inside the range, one just beyond it, one far beyond.
+        choices = choose_for_new_models(self.scores_.values, pattern,
+                                        [0.0, np.finfo(float).tiny, np.inf], cache=cache,
                                         memo=self.auto_memo)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._patterns import unique_rows
 from ..bounds import truncated_interval
-from ..calibration import regime_excess, unknown_calibration
+from ..calibration import range_excess, regime_excess, unknown_calibration
 from ..matrix import DataWarning
 from .results import Prediction, take_rows
 
@@ -59,10 +59,13 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
     for g, pattern in enumerate(patterns):
         rows = np.flatnonzero(inverse == g)
         z = model.range_.standardizer.transform(x[rows])
-        outside = regime_excess(reference[:, pattern], z[:, pattern]) > 0
+        excess = regime_excess(reference[:, pattern], z[:, pattern])
+        # Negative below the range: the choice compares it with the weakest sources.
+        below = range_excess(reference[:, pattern], z[:, pattern], signed=True) < 0
+        excess = np.where(below, -excess, excess)
         cache = CompletionCache()  # one pattern's completions, shared by all its steps
         if pattern.any():
-            picked = choose_for_new_models(train, pattern, outside, cache=cache,
+            picked = choose_for_new_models(train, pattern, excess, cache=cache,
                                            memo=model.auto_memo)
         else:  # nothing to choose by: column means (complete_new_rows)
             picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)

@@ -297,7 +297,7 @@ _COMPLETER = text()  # checked against the registry by AutoMemo.from_json
 _FIGURES = mapping(_NUMBER_OR_NULL, max_len=100)
 AUTO = Record(optional={
     "choices": items(Record({
-        "given": items(text(), min_len=1), "split": text(choices=("random", "strength")),
+        "given": items(text(), min_len=1), "split": text(choices=("random", "near", "strength")),
         "method": _COMPLETER, "fallbacks": items(_COMPLETER, max_len=100),
         "cells": whole(0, _MAX_SIZE), "medape": _FIGURES, "coverage": _FIGURES},
         {"margin": _NUMBER_OR_NULL}), max_len=10_000),

@@ -16,7 +16,7 @@ import numpy as np
 from ..progress import report as _report
 from .cache import CompletionCache
 from .completers import COMPLETERS, Completion
-from .holdout import _auto_masks, _extreme_masks
+from .holdout import _auto_masks, _extreme_masks, near_reach
 
 __all__ = [
     "AUTO_CANDIDATES",
@@ -71,9 +71,11 @@ class MethodChoice:
         any out; the choice is then ``gaussian``).
     split : str
         What the held-out models were: ``"random"`` (random models, as a
-        new model inside the source models' range) or ``"strength"`` (the
-        strongest 30%, then the weakest 30%, each predicted from the other
-        models: as a new model beyond the range), or ``"none"`` for a new
+        new model inside the source models' range), ``"near"`` (the
+        strongest 10%, then the weakest 10%, at least 5 each, predicted from
+        the other models: as a new model just beyond the range) or
+        ``"strength"`` (the same with 30%: as one far beyond it), or
+        ``"none"`` for a new
         model with no score (it gets ``mean``: :func:`complete_new_rows`).
     """
 
@@ -116,7 +118,12 @@ def choose_completer(
 
     ``split="strength"`` (with ``given``) holds out the strongest 30% of the
     models, predicted from the other 70%, and then the weakest 30%: the
-    choice for a new model beyond the source models' range. Methods rank
+    choice for a new model far beyond the source models' range;
+    ``split="near"`` holds out 10% (at least 5), as the frontier split does:
+    the choice for one just beyond it, where a new checkpoint usually is
+    (on MTEB's frontier, choosing there on 30% tails picked ``gaussian-em``,
+    0.03-0.05 R² behind ``gp``; docs/experiments/reproduction.md, "Which
+    method beyond the sources' range"). Methods rank
     differently there: under the extrapolation protocol, choosing for the
     strong new models on random folds lost R^2 to the Gaussian on MERGED
     (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and choosing
@@ -137,7 +144,7 @@ def choose_completer(
     cache : CompletionCache, optional
         Shared with the calls that calibrate and complete with the winner,
         so that what they repeat is computed once.
-    split : {"random", "strength"}, default "random"
+    split : {"random", "near", "strength"}, default "random"
 
     Returns
     -------
@@ -150,22 +157,23 @@ def choose_completer(
     for m in methods:
         if m not in COMPLETERS:
             raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
-    if split == "strength":
+    if split in ("near", "strength"):
         if given is None:
-            raise ValueError("split='strength' needs the given items")
-        masks = _extreme_masks(values, np.asarray(given, bool))
+            raise ValueError(f"split={split!r} needs the given items")
+        masks = _extreme_masks(values, np.asarray(given, bool), near=split == "near")
     elif split == "random":
         masks = _auto_masks(~np.isnan(values), given, folds, hide, seed)
     else:
-        raise ValueError(f"split must be 'random' or 'strength'; got {split!r}")
+        raise ValueError(f"split must be 'random', 'near' or 'strength'; got {split!r}")
     masks = [mask for mask in masks if mask.any()]
     if not masks:
         return MethodChoice("gaussian", ("mean",), {}, {}, 0, split)
     true = np.concatenate([values[mask] for mask in masks])
     pred = {m: [] for m in methods}
     cache = cache or CompletionCache()
-    stage = ("choosing the predictor" if split == "random"
-             else "choosing the predictor beyond the sources' range")
+    stage = {"random": "choosing the predictor",
+             "near": "choosing the predictor just beyond the sources' range",
+             "strength": "choosing the predictor far beyond the sources' range"}[split]
     total, done = len(masks) * len(methods), 0
     for mask in masks:
         held_out = np.where(mask, np.nan, values)
@@ -190,33 +198,51 @@ def choose_completer(
 
 
 def choose_for_new_models(
-    values: np.ndarray, given, outside, *, cache: CompletionCache | None = None, memo=None,
+    values: np.ndarray, given, excess, *, cache: CompletionCache | None = None, memo=None,
 ) -> list[MethodChoice]:
     """``auto``'s choice for each new model run on the ``given`` items.
 
-    Models inside the source models' strength range get the choice of
-    random held-out models, those beyond it (``outside``, one flag per new
-    model) the choice of the strength splits (:func:`choose_completer`);
-    each is computed only if some model needs it, and the strength splits
-    defer to random folds on a matrix too small for them. With ``memo`` (an
+    ``excess`` (one per new model) is how far it lies beyond the source
+    models' strength range (:func:`~benchsel.calibration.regime_excess`; 0
+    inside), negative for a model below the range. Models inside get the
+    choice of random held-out models; those beyond it by at most
+    :func:`~benchsel.prediction.holdout.near_reach` on their side (as far
+    as the strongest 10% of the sources lie above the others, or the
+    weakest 10% below) the choice of the ``near`` tails, those further out that of the
+    30% tails (``strength``; :func:`choose_completer`). Each is computed only
+    if some model needs it, and a split with too few models defers to the
+    next wider one, then to random folds. With ``memo`` (an
     :class:`~benchsel.prediction.memo.AutoMemo` of ``values``) a choice made
     before is taken from it, and a new one kept in it.
     """
-    outside = np.asarray(outside, dtype=bool)
+    excess = np.asarray(excess, dtype=float)
+    outside = excess != 0
     cache = cache or CompletionCache()
+    made: dict[str, MethodChoice] = {}
 
     def choose(split: str) -> MethodChoice:
-        def run():
-            return choose_completer(values, given=given, cache=cache, split=split)
-        return run() if memo is None else memo.choice(given, split, run)
+        if split not in made:
+            def run():
+                return choose_completer(values, given=given, cache=cache, split=split)
+            made[split] = run() if memo is None else memo.choice(given, split, run)
+        return made[split]
 
-    random = choose("random") if (~outside).any() else None
-    beyond = None
-    if outside.any():
-        beyond = choose("strength")
-        if not beyond.cells:
-            beyond = random or choose("random")
-    return [beyond if out else random for out in outside]
+    def first_with_cells(*splits: str) -> MethodChoice:
+        for split in splits:
+            if choose(split).cells or split == "random":
+                return choose(split)
+        raise AssertionError("unreachable")  # the chain ends with "random"
+
+    above, below = near_reach(values, given) if outside.any() else (0.0, 0.0)
+    out = []
+    for e in excess:
+        if e == 0:
+            out.append(choose("random"))
+        elif (e <= above) if e > 0 else (-e <= below):
+            out.append(first_with_cells("near", "strength", "random"))
+        else:
+            out.append(first_with_cells("strength", "random"))
+    return out
 
 
 def complete_auto(

@@ -19,16 +19,24 @@ def _usable_rows(observed: np.ndarray, given: np.ndarray) -> np.ndarray:
     return np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
 
 
-def _tails(values: np.ndarray, given: np.ndarray) -> tuple:
-    """Models by strength, and the strongest and weakest 30% of them that can hide cells.
+#: Share of the models in each tail of the ``near`` choice (at least
+#: :data:`NEAR_TAIL_MIN`): the size of the frontier split.
+NEAR_TAIL = 0.1
+NEAR_TAIL_MIN = 5
 
-    Returns ``(order, strongest, weakest)``: all models, weakest first, and
-    the two tails restricted to :func:`_usable_rows`.
+
+def _tails(values: np.ndarray, given: np.ndarray, tail: int | None = None) -> tuple:
+    """Models by strength, and the strongest and weakest ``tail`` of them that can hide cells.
+
+    ``tail`` defaults to 30% of the models. Returns ``(order, strongest,
+    weakest)``: all models, weakest first, and the two tails restricted to
+    :func:`_usable_rows`.
     """
     usable = np.zeros(values.shape[0], dtype=bool)
     usable[_usable_rows(~np.isnan(values), given)] = True
     order = np.argsort(model_strength(values), kind="stable")
-    tail = (3 * values.shape[0]) // 10
+    if tail is None:
+        tail = (3 * values.shape[0]) // 10
     strongest, weakest = order[values.shape[0] - tail:], order[:tail]
     return order, strongest[usable[strongest]], weakest[usable[weakest]]
 
@@ -58,21 +66,57 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     return out
 
 
-def _extreme_masks(values: np.ndarray, given: np.ndarray) -> list[np.ndarray]:
+def _near_tail(n_models: int) -> int:
+    return max(NEAR_TAIL_MIN, int(NEAR_TAIL * n_models))
+
+
+def _extreme_masks(values: np.ndarray, given: np.ndarray, near: bool = False
+                   ) -> list[np.ndarray]:
     """Hidden cells of the strongest 30% of the models, then of the weakest 30%.
 
     Each hiding model keeps its ``given`` cells (those that have a given
-    item and another); [] below :data:`~benchsel.calibration.MIN_MODELS` models.
+    item and another) and is predicted from every other model. With
+    ``near`` the tails are 10% (at least 5), as the frontier split: models
+    just beyond the others' range, where a new checkpoint usually is; 30%
+    plays one further out. [] below :data:`~benchsel.calibration.MIN_MODELS`
+    models.
     """
     if values.shape[0] < MIN_MODELS:
         return []
     observed = ~np.isnan(values)
     masks = []
-    for rows in _tails(values, given)[1:]:
+    for rows in _tails(values, given, _near_tail(values.shape[0]) if near else None)[1:]:
         mask = np.zeros_like(observed)
         mask[rows] = observed[rows] & ~given
         masks.append(mask)
     return masks
+
+
+def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
+    """How far above and below the others the ``near`` tails' models lie, given ``given``.
+
+    The largest :func:`~benchsel.calibration.range_excess` of a model of
+    the strongest 10% (at least 5) over the other models, and of one of
+    the weakest 10% below them, on the ``given`` items, standardized as
+    :class:`~benchsel.gaussian.extrapolation.TrainingRange` standardizes
+    the sources (so that each compares with a new model's
+    :func:`~benchsel.calibration.regime_excess` on its side). A new model
+    beyond the sources by at most this is chosen for on the ``near`` tails;
+    one further out on the 30% tails. ``(0, 0)`` with too few models.
+    """
+    from ..calibration import range_excess
+    from ..matrix import Standardizer
+
+    if values.shape[0] < MIN_MODELS:
+        return 0.0, 0.0
+    z = Standardizer.fit(values).transform(values)[:, np.asarray(given, dtype=bool)]
+    _, strongest, weakest = _tails(values, given, _near_tail(values.shape[0]))
+    reach = []
+    for held in (strongest, weakest):
+        rest = np.setdiff1d(np.arange(values.shape[0]), held)
+        reach.append(float(np.max(range_excess(z[rest], z[held]), initial=0.0))
+                     if held.size else 0.0)
+    return reach[0], reach[1]
 
 
 def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:

@@ -38,7 +38,10 @@ GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 #: between releases: raise this whenever :mod:`.choice`, :mod:`.holdout` or
 #: :mod:`.residuals` would decide differently, so that cache files made by
 #: the old rules are not read.
-RULES = 2
+RULES = 3
+
+#: The splits a kept choice was made on (:class:`~benchsel.prediction.MethodChoice`).
+CHOICE_SPLITS = ("random", "near", "strength")
 
 #: What a held-out calibration keeps: residuals, the method's own std, regime excess.
 Residuals = tuple  # (residual, std, excess), three 1-D arrays of one length
@@ -120,8 +123,9 @@ class AutoMemo:
         for i, entry in enumerate(_entries(obj, "choices", where)):
             at = f"{where}.choices[{i}]"
             split = entry.get("split")
-            if split not in ("random", "strength"):
-                raise ValueError(f"{at}.split: {split!r}; expected 'random' or 'strength'")
+            if split not in CHOICE_SPLITS:
+                raise ValueError(f"{at}.split: {split!r}; expected one of "
+                                 f"{', '.join(map(repr, CHOICE_SPLITS))}")
             fallbacks = entry.get("fallbacks")
             cells = entry.get("cells")
             if not isinstance(fallbacks, list) or isinstance(cells, bool) or \
