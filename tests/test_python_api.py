@@ -168,15 +168,16 @@ def test_a_plan_keeps_autos_decisions_and_predicts_as_a_fresh_fit(tmp_path):
     values = board.to_frame()[plan.run_in_full]
     typical = values.median().to_dict()
     beyond = (values.max() + 0.02).to_dict()
+    far = (values.max() + 30).to_dict()
     fresh = benchsel.GaussianModel(**loaded.benchmarks.options).fit(loaded.benchmarks.source)
-    for observed in (typical, beyond):
+    for observed in (typical, beyond, far):
         got = loaded.predict(observed)
         want = fresh.predict(observed)
         assert got.choices == want.choices
         for part in ("mean", "std", "low", "high"):
             np.testing.assert_allclose(getattr(got, part), getattr(want, part), rtol=1e-12)
-    assert {c["split"] for c in [loaded.predict(typical).choices[0],
-                                 loaded.predict(beyond).choices[0]]} == {"random", "strength"}
+    assert [loaded.predict(x).choices[0]["split"] for x in (typical, beyond, far)] == [
+        "random", "near", "strength"]
     assert len(model.auto_memo) == decided
     # The rebuild check and the Gaussian's calibration came from the plan too: no
     # calibration split was refitted (155 sources are too few for a frontier shift).
