@@ -689,9 +689,10 @@ class GaussianModel:
     def prepare_auto(self, given: Sequence[str]) -> None:
         """Make ``auto``'s decisions for new models run on ``given`` now, once.
 
-        Chooses the method for a new model inside the training models' range
-        and for one beyond it, and collects each winner's held-out residuals
-        (its calibration) and the Gaussian conditional's own, keeping them in
+        Chooses the method for a new model inside the training models' range,
+        for one just beyond it and for one far beyond it, and collects each
+        winner's held-out residuals (its calibration) and the Gaussian
+        conditional's own, keeping them in
         this model (:attr:`auto_memo`): a later :meth:`predict` of that
         pattern only completes the new rows. Plans call this for their
         selection and store the result.
