@@ -233,6 +233,36 @@ def test_predict_auto_reports_its_choice():
     assert choice["cells"] > 0 and not np.isnan(pred.mean).any()
 
 
+def test_auto_calibrates_the_gaussian_only_for_rows_it_predicts():
+    # The Gaussian's calibration refits the covariance on five splits: a row
+    # that auto predicts by another method must not pay for it, and every row
+    # gets what it would get alone.
+    data = load_dataset("bigcodebench")
+    frame = data.to_frame()
+    items = list(data.items[:2])
+    strong = {b: float(frame[b].max()) for b in items}  # auto picks a completer here
+    median = {b: float(frame[b].median()) for b in items}  # and the Gaussian here
+    model = GaussianModel().fit(data)
+    pred = model.predict(strong)
+    method = pred.choices[0]["method"]
+    assert method != "gaussian"
+    assert model._calibrator is None
+    alone = GaussianModel().fit(data).predict(strong, method=method)
+    for name in ("mean", "std", "low", "high"):
+        np.testing.assert_array_equal(getattr(pred, name), getattr(alone, name))
+    assert pred.calibration == alone.calibration
+    assert pred.extrapolation == alone.extrapolation
+    single = GaussianModel().fit(data).predict(median)
+    assert single.choices[0]["method"] == "gaussian"
+    both = GaussianModel().fit(data).predict(ScoreMatrix(
+        np.array([[strong[b] for b in items], [median[b] for b in items]]),
+        ["strong", "median"], items))
+    for name in ("mean", "std", "low", "high"):
+        np.testing.assert_array_equal(getattr(both, name),
+                                      np.vstack([getattr(pred, name), getattr(single, name)]))
+    assert both.calibration == pred.calibration + single.calibration
+
+
 def test_strength_choice_scores_each_method_on_the_strength_splits():
     from benchsel.matrix import model_strength
     from benchsel.prediction.choice import choose_completer, median_ape

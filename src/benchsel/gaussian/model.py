@@ -526,7 +526,7 @@ class GaussianModel:
             raise ValueError(f"level must be in (0, 1); got {level!r}")
         method = names.DEFAULT_PREDICTOR if method is None else method
         models, x = self._rows(observed)
-        std, transform = self.standardizer_, self.transform_
+        transform = self.transform_
         if method == "auto" and (observed_std is not None or transform.name != "none"):
             method = "gaussian"  # the only method for noisy scores or transformed units
         blank = [m for m, row in zip(models, x) if np.isnan(row).all()]
@@ -537,6 +537,30 @@ class GaussianModel:
                    else "as the source models' mean"),
                 DataWarning, stacklevel=2)
         noise = self._noise(observed_std, x, method)
+        if method not in ("gaussian", "auto") and transform.name != "none":
+            raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
+        extrapolation = self.extrapolation(x)
+
+        def gaussian(rows=slice(None)) -> Prediction:
+            # The Gaussian conditional of some rows, made only where it is used: its
+            # calibration refits the covariance on five splits of the sources, which a
+            # row that auto or ``method`` predicts otherwise never needs.
+            picked = np.arange(len(models))[rows]
+            return self._predict_gaussian(
+                [models[r] for r in picked], x[picked], level,
+                None if noise is None else noise[picked], [extrapolation[r] for r in picked])
+
+        if method == "gaussian":
+            return gaussian()
+        if method == "auto":
+            return predict_auto(self, models, x, gaussian, extrapolation, level)
+        return predict_by_completion(self, models, x, gaussian, method, extrapolation, level)
+
+    def _predict_gaussian(self, models: list, x: np.ndarray, level: float,
+                          noise: np.ndarray | None, extrapolation: list) -> Prediction:
+        """The Gaussian conditional's prediction of rows ``x`` (original units), with its
+        frontier correction, calibrated interval and score bounds."""
+        std, transform = self.standardizer_, self.transform_
         z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
             z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge, noise=noise
@@ -554,8 +578,6 @@ class GaussianModel:
         spread = np.sqrt(var_z) * std.scale * factor
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
-        if method not in ("gaussian", "auto") and transform.name != "none":
-            raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
         if transform.name == "none":
             mean, low, high = truncated_interval(
                 np.where(observed, x, center), spread, observed, *self.bounds_, level,
@@ -576,9 +598,9 @@ class GaussianModel:
                 observed,
                 *self.bounds_,
             )
-        gaussian = Prediction(
+        return Prediction(
             calibration=calibration,
-            extrapolation=self.extrapolation(x),
+            extrapolation=extrapolation,
             models=models,
             items=list(self.items_),
             mean=mean,
@@ -588,11 +610,14 @@ class GaussianModel:
             observed=observed,
             level=float(level),
         )
-        if method == "gaussian":
-            return gaussian
-        if method == "auto":
-            return predict_auto(self, models, x, gaussian)
-        return predict_by_completion(self, models, x, gaussian, method)
+
+    def frontier_shifted(self, x: np.ndarray) -> np.ndarray:
+        """Per row of ``x`` (original units, NaN = not given): whether the frontier
+        correction moves its Gaussian conditional mean (:meth:`_frontier_correction`)."""
+        z = self.standardizer_.transform(self.transform_.forward(x))
+        _, var_z = conditional_moments(z, self.estimate_.mean, self.estimate_.covariance,
+                                       ridge=self.ridge)
+        return (self._frontier_correction(z, var_z) != 0).any(axis=1)
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""

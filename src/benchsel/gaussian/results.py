@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Prediction", "Selection", "take_rows"]
+__all__ = ["Prediction", "Selection"]
 
 
 @dataclass(frozen=True)
@@ -194,14 +194,3 @@ class Prediction:
         else:
             out["models"] = entries
         return out
-
-
-def take_rows(pred: Prediction, rows) -> Prediction:
-    """The prediction of the given models only."""
-    rows = list(rows)
-    return Prediction(
-        models=[pred.models[r] for r in rows], items=pred.items, mean=pred.mean[rows],
-        std=pred.std[rows], low=pred.low[rows], high=pred.high[rows],
-        observed=pred.observed[rows], level=pred.level, method=pred.method,
-        extrapolation=[pred.extrapolation[r] for r in rows],
-        calibration=[pred.calibration[r] for r in rows] if pred.calibration else [])

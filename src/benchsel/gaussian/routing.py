@@ -1,12 +1,14 @@
 """Which method predicts a new model, and how its intervals are calibrated.
 
 :meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
-always computes the Gaussian conditional first (its extrapolation report and
-calibration records are every method's); these functions route the rows on
-from there: ``auto`` picks a method per pattern of given items and regime
-(:func:`predict_auto`), any other completion method completes the rows with
-the training matrix (:func:`predict_by_completion`), each with its own
-conformal calibration (:func:`calibrate_completion`,
+makes every row's extrapolation report and hands these functions the
+Gaussian conditional as a function of rows, made only for the rows it
+predicts: its calibration refits the covariance on five splits of the
+sources (on MERGED a third of a cold ``predict``), which a row predicted by
+another method never needs. ``auto`` picks a method per pattern of given
+items and regime (:func:`predict_auto`), any other completion method
+completes the rows with the training matrix (:func:`predict_by_completion`),
+each with its own conformal calibration (:func:`calibrate_completion`,
 :func:`calibration_records`).
 """
 
@@ -20,7 +22,7 @@ from .._patterns import unique_rows
 from ..bounds import truncated_interval
 from ..calibration import range_excess, regime_excess, unknown_calibration
 from ..matrix import DataWarning
-from .results import Prediction, take_rows
+from .results import Prediction
 
 __all__ = ["calibrate_completion", "calibration_records", "frontier_choice", "predict_auto",
            "predict_by_completion"]
@@ -38,10 +40,16 @@ def frontier_choice(choice):
     return MethodChoice("gaussian", fallbacks, choice.medape, choice.coverage, choice.cells,
                         "frontier")
 
-def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
+def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) -> Prediction:
     """Per pattern of observed items and regime: the method that wins a CV on the
     training models (random held-out models for a new model inside their
-    strength range, the strength splits for one beyond it)."""
+    strength range, the strength splits for one beyond it).
+
+    ``gaussian(rows)`` is the Gaussian conditional's :class:`Prediction` of
+    those rows of ``x``, called only for the rows it predicts (its
+    calibration refits the covariance five times); ``extrapolation``: every
+    row's report.
+    """
     from ..prediction.cache import CompletionCache
     from ..prediction.choice import MethodChoice, choose_for_new_models
 
@@ -51,8 +59,7 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
     # A model at the frontier of the sources, where the calibrator measured how far
     # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
     # no other method has a frontier correction (issue 28; docs/experiments/reproduction.md).
-    shifted = [bool(c.get("frontier_shift")) for c in gaussian.calibration or []] \
-        or [False] * len(models)
+    shifted = model.frontier_shifted(x)
     # Groups of rows predicted alike: same pattern, same method.
     groups, parts, choices = [], {}, [None] * len(models)
     patterns, inverse = unique_rows(given)
@@ -74,10 +81,13 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
             choices[r] = choice.to_dict()
         for method in dict.fromkeys(c.method for c in picked):
             members = rows[[c.method == method for c in picked]]
-            part = take_rows(gaussian, members)
-            if method != "gaussian":
-                part = predict_by_completion(model, [models[r] for r in members], x[members],
-                                             part, method, cache)
+            if method == "gaussian":
+                part = gaussian(members)
+            else:
+                part = predict_by_completion(
+                    model, [models[r] for r in members], x[members],
+                    lambda some, members=members: gaussian(members[some]), method,
+                    [extrapolation[r] for r in members], level, cache)
             parts[len(groups)] = part
             groups.append(members)
     group_of = np.empty(len(models), dtype=int)
@@ -91,8 +101,8 @@ def predict_auto(model, models, x, gaussian: Prediction) -> Prediction:
     return Prediction(
         models=list(models), items=list(model.items_), mean=stack("mean"),
         std=stack("std"), low=stack("low"), high=stack("high"),
-        observed=stack("observed"), level=gaussian.level, method="auto",
-        extrapolation=gaussian.extrapolation,
+        observed=stack("observed"), level=float(level), method="auto",
+        extrapolation=extrapolation,
         calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
 
 def calibration_records(model, reference: np.ndarray, rows_z: np.ndarray, calibrate,
@@ -125,15 +135,22 @@ def calibration_records(model, reference: np.ndarray, rows_z: np.ndarray, calibr
                       "cells": cal.n_outside if e > 0 else cal.n_inside}
     return out
 
-def predict_by_completion(model, models, x, gaussian: Prediction, method,
-                          cache=None) -> Prediction:
+def predict_by_completion(model, models, x, gaussian, method, extrapolation: list,
+                          level: float, cache=None) -> Prediction:
+    """Rows ``x`` completed with the training matrix by ``method``, its intervals
+    calibrated on held-out source models; a cell it cannot predict is the
+    Gaussian conditional's (``gaussian(rows)``: as in :func:`predict_auto`)."""
     from ..prediction.completers import Completion, complete_new_rows
 
     res = complete_new_rows(model.scores_.values, x, method, cache=cache)
-    calibration = calibrate_completion(model, x, method, gaussian.level, cache)
+    calibration = calibrate_completion(model, x, method, level, cache)
     factor = np.array([c["multiplier"] for c in calibration])
     own_std = res.std
     res = Completion(res.mean, res.std * factor[:, None])
+    observed = ~np.isnan(x)
+    mean, low, high = truncated_interval(res.mean, res.std, observed, *model.bounds_,
+                                         level, center_std=own_std)
+    std = res.std
     missed = np.isnan(res.mean) | np.isnan(res.std)
     if missed.any():
         warnings.warn(
@@ -142,25 +159,31 @@ def predict_by_completion(model, models, x, gaussian: Prediction, method,
             DataWarning,
             stacklevel=3,
         )
-    pick = lambda mine, fallback: np.where(missed, fallback, mine)  # noqa: E731
-    observed = ~np.isnan(x)
-    mean, low, high = truncated_interval(res.mean, res.std, observed, *model.bounds_,
-                                         gaussian.level, center_std=own_std)
-    mean, low, high = (pick(mean, gaussian.mean), pick(low, gaussian.low),
-                       pick(high, gaussian.high))
+        rows = np.flatnonzero(missed.any(axis=1))
+        fallback = gaussian(rows)
+        mean, low, high, std = (
+            _fill(mine, missed, rows, getattr(fallback, name))
+            for mine, name in ((mean, "mean"), (low, "low"), (high, "high"), (std, "std")))
     return Prediction(
-        extrapolation=gaussian.extrapolation,
+        extrapolation=extrapolation,
         models=models,
         items=list(model.items_),
         mean=mean,
-        std=pick(res.std, gaussian.std),
+        std=std,
         low=low,
         high=high,
         observed=observed,
-        level=gaussian.level,
+        level=float(level),
         method=method,
         calibration=calibration,
     )
+
+
+def _fill(mine: np.ndarray, missed: np.ndarray, rows: np.ndarray, theirs: np.ndarray):
+    """``mine`` with its ``missed`` cells taken from ``theirs`` (the values of ``rows``)."""
+    out = np.array(mine, dtype=float)
+    out[rows] = np.where(missed[rows], theirs, out[rows])
+    return out
 
 def calibrate_completion(model, x: np.ndarray, method: str, level: float,
                          cache=None) -> list[dict]:
