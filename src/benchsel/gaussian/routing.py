@@ -4,8 +4,8 @@
 makes every row's extrapolation report and hands these functions the
 Gaussian conditional as a function of rows, made only for the rows it
 predicts: its calibration refits the covariance on five splits of the
-sources (on MERGED a third of a cold ``predict``), which a row predicted by
-another method never needs. ``auto`` picks a method per pattern of given
+sources (on MERGED five of the fifteen covariance fits of a cold
+``predict``), which a row predicted by another method never needs. ``auto`` picks a method per pattern of given
 items and regime (:func:`predict_auto`), any other completion method
 completes the rows with the training matrix (:func:`predict_by_completion`),
 each with its own conformal calibration (:func:`calibrate_completion`,
