@@ -79,6 +79,23 @@ def test_errors_of_models_beyond_the_fit_are_correlated():
     assert outside > inside + 0.2
 
 
+def test_the_error_correlation_does_not_depend_on_what_ran_before():
+    # A model whose calibration comes from kept residuals (a plan's, the cache's)
+    # has not built its calibrator: compare must still use the correlation.
+    board = load_dataset("bigcodebench")
+    given = list(board.items[:2])
+    a, b = ({g: float(board.values[r, board.items.index(g)]) for g in given} for r in (0, 1))
+    fresh = compare_models(GaussianModel().fit(board), a, b)
+    model = GaussianModel().fit(board)
+    model.prepare_auto(given)  # keeps the Gaussian's residuals for this pattern
+    kept = GaussianModel().fit(board)
+    kept.auto_memo = model.auto_memo
+    replayed = compare_models(kept, a, b)
+    assert fresh.correlation != 0
+    assert replayed.correlation == fresh.correlation
+    np.testing.assert_array_equal(replayed.std, fresh.std)
+
+
 def test_cli_compare_on_a_sparse_board(capsys):
     board = load_dataset("merged").cleaned()
     counts = (~np.isnan(board.values)).sum(axis=1)

@@ -111,12 +111,13 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
     rho = 0.0
     cal = pred.calibration
     given = ~np.isnan(x)
-    if cal and all(c["method"] == "conformal" for c in cal) and model._calibrator is not None:
+    if cal and all(c["method"] == "conformal" for c in cal):
         both_out = all(c["regime"] == "outside" for c in cal)
-        # The correlation of errors held out on the pattern both share.
+        # The correlation of errors held out on the pattern both share (the
+        # calibrator is built here when the calibration came from kept residuals).
         common = given[a] & given[b]
         if common.any():
-            inside, outside = model._calibrator.error_correlation(common)
+            inside, outside = model._calibrator_for_predict().error_correlation(common)
             rho = outside if both_out else inside
     # A score run is itself (with its measurement error); a score not run is predicted.
     mean = np.where(given, x, pred.mean)

@@ -5,10 +5,11 @@ makes every row's extrapolation report and hands these functions the
 Gaussian conditional as a function of rows, made only for the rows it
 predicts: its calibration refits the covariance on five splits of the
 sources (on MERGED five of the fifteen covariance fits of a cold
-``predict``), which a row predicted by another method never needs. ``auto`` picks a method per pattern of given
-items and regime (:func:`predict_auto`), any other completion method
-completes the rows with the training matrix (:func:`predict_by_completion`),
-each with its own conformal calibration (:func:`calibrate_completion`,
+``predict``), which a row predicted by another method never needs.
+``auto`` picks a method per pattern of given items and regime
+(:func:`predict_auto`), any other completion method completes the rows with
+the training matrix (:func:`predict_by_completion`), each with its own
+conformal calibration (:func:`calibrate_completion`,
 :func:`calibration_records`).
 """
 
@@ -142,6 +143,7 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
     Gaussian conditional's (``gaussian(rows)``: as in :func:`predict_auto`)."""
     from ..prediction.completers import Completion, complete_new_rows
 
+    level = float(level)
     res = complete_new_rows(model.scores_.values, x, method, cache=cache)
     calibration = calibrate_completion(model, x, method, level, cache)
     factor = np.array([c["multiplier"] for c in calibration])
