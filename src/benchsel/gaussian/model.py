@@ -611,7 +611,7 @@ class GaussianModel:
             level=float(level),
         )
 
-    def frontier_shifted(self, x: np.ndarray) -> np.ndarray:
+    def _frontier_shifted(self, x: np.ndarray) -> np.ndarray:
         """Per row of ``x`` (original units, NaN = not given): whether the frontier
         correction moves its Gaussian conditional mean (:meth:`_frontier_correction`)."""
         z = self.standardizer_.transform(self.transform_.forward(x))

@@ -60,7 +60,7 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
     # A model at the frontier of the sources, where the calibrator measured how far
     # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
     # no other method has a frontier correction (issue 28; docs/experiments/reproduction.md).
-    shifted = model.frontier_shifted(x)
+    shifted = model._frontier_shifted(x)
     # Groups of rows predicted alike: same pattern, same method.
     groups, parts, choices = [], {}, [None] * len(models)
     patterns, inverse = unique_rows(given)
