@@ -186,7 +186,7 @@ def test_n_as_a_percentage_and_parallel_trials_change_nothing():
     assert one.row("random-sampling").hamming > 18
 
 
-def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_the_sources():
+def test_guarded_ensemble_is_the_design_estimate_unless_its_answers_lie_among_the_sources():
     from scipy.special import ndtri
     from sklearn.kernel_ridge import KernelRidge
 
@@ -205,18 +205,19 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_
     np.testing.assert_array_equal(mean, design_mean)
     np.testing.assert_array_equal(sd, design_sd)
     # Among the sources: the mean of the three model-based parts, exactly where
-    # the design estimate's 90% interval lies inside the sources' range.
+    # the design estimate's 90% interval reaches no higher than the strongest
+    # source and the estimate lies above the weakest 10% of them.
     src = np.concatenate([order[:50], order[70:]])
     method = make_method("guarded-ensemble", n_questions=40, random_state=1).fit(x[src])
     base = make_method("stratified-sampling", n_questions=40, random_state=1).fit(x[src])
     a = method.selected_
-    rows = x[middle][:, a]
+    rows = x[np.concatenate([middle, order[-5:]])][:, a]  # and the top sources'
     mean, sd = method.predict(rows)
     design_mean, design_sd = base.predict(rows)
     means = x[src].mean(axis=1)
     half = ndtri(0.95) * design_sd
-    inside = (design_mean - half >= means.min()) & (design_mean + half <= means.max())
-    assert inside.any()
+    inside = (design_mean >= np.quantile(means, 0.1)) & (design_mean + half <= means.max())
+    assert inside.any() and not inside.all()
     np.testing.assert_array_equal(method.design_based(rows), ~inside)
     parts = [
         KernelRidge(alpha=method.kernel_.alpha, kernel="poly", degree=2, gamma=1 / 40,
@@ -228,6 +229,38 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_interval_lies_among_
     np.testing.assert_array_equal(mean[~inside], design_mean[~inside])
     with pytest.raises(ValueError, match="guard_level"):
         METHODS["guarded-ensemble"](n_questions=40, guard_level=1.0).fit(x[src])
+    with pytest.raises(ValueError, match="floor_share"):
+        METHODS["guarded-ensemble"](n_questions=40, floor_share=1.0).fit(x[src])
+
+
+def test_guarded_ensemble_learns_at_the_bottom_of_the_sources_but_not_below_them():
+    """On GLUE RTE (weak models crowd near chance) a target among the weakest
+    sources keeps the model-based estimate even where its design interval
+    reaches below the weakest source; below the weakest tenth of the sources
+    it gets its own answers' mean."""
+    from scipy.special import ndtri
+
+    from benchsel.datasets import load_dataset
+
+    x = np.asarray(load_dataset("glue_rte").values, dtype=float)
+    target = np.random.default_rng(0).choice(len(x), len(x) // 4, replace=False)
+    src = np.setdiff1d(np.arange(len(x)), target)
+    method = make_method("guarded-ensemble", n_questions=50, random_state=0).fit(x[src])
+    base = make_method("stratified-sampling", n_questions=50, random_state=0).fit(x[src])
+    rows = x[target][:, method.selected_]
+    design_mean, design_sd = base.predict(rows)
+    means = x[src].mean(axis=1)
+    half = ndtri(0.95) * design_sd
+    learned = ~method.design_based(rows)
+    floor = design_mean >= np.quantile(means, 0.1)
+    np.testing.assert_array_equal(learned, floor & (design_mean + half <= means.max()))
+    # Targets whose interval reaches below the weakest source learn (the interval
+    # rule at both ends gave them their own answers' mean), and some below the
+    # weakest tenth do not.
+    assert (learned & (design_mean - half < means.min())).any()
+    assert (~floor).any()
+    mean = method.predict(rows)[0]
+    np.testing.assert_array_equal(mean[~learned], design_mean[~learned])
 
 
 def test_one_sampled_question_has_a_finite_error_bar():
