@@ -467,6 +467,37 @@ def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
     assert np.all(sd[~design] >= 5 * raw[~design])
 
 
+class _WideAmongSources(CoresetMethod):
+    """The sample mean with an error bar five times its own: model-based rows, too wide."""
+
+    name = "wide-among-sources"
+
+    def _fit(self, source, n, rng):
+        self.selected_ = np.arange(n)
+
+    def _predict(self, x):
+        return x.mean(axis=1), 5 * x.std(axis=1, ddof=1) / np.sqrt(x.shape[1])
+
+
+class _WideGuarded(_WideAmongSources):
+    model_rows_among_sources = True
+
+
+def test_calibration_narrows_model_based_rows_only_of_a_method_that_keeps_them_among_sources():
+    from benchsel.calibration.questions import Calibrated
+
+    values = _irt_answers(models=200, seed=15)
+    x = values[150:, :40]
+    own = _WideAmongSources(n_questions=40).fit(values[:150]).predict(x)[1]
+    widen_only = Calibrated(_WideAmongSources(n_questions=40, random_state=0)).fit(values[:150])
+    narrowed = Calibrated(_WideGuarded(n_questions=40, random_state=0)).fit(values[:150])
+    assert widen_only.calibration_.inside == 1.0
+    assert narrowed.calibration_.inside < 0.5
+    np.testing.assert_allclose(widen_only.predict(x)[1], np.maximum(own, widen_only.floor_))
+    np.testing.assert_allclose(narrowed.predict(x)[1],
+                               np.maximum(own, narrowed.floor_) * narrowed.calibration_.inside)
+
+
 def test_frontier_rows_by_hand():
     from benchsel.calibration import frontier_rows
 

@@ -10,7 +10,9 @@ model's mean on the chosen questions inside or outside the range of its fit's
 models' means on them -- the conformal multiplier of the method's standard
 deviation follows (:func:`benchsel.calibration.fit_calibration`); with one
 held-out cell per model (tens, not thousands) a multiplier only ever widens
-the method's own error bar, and a regime needs 20 cells of its own. A method
+the method's own error bar (unless the method's model-based rows are only
+targets among the sources, ``model_rows_among_sources``: then it may
+narrow them), and a regime needs 20 cells of its own. A method
 without an error bar gets one: its standard deviation is taken as 1 and the
 multiplier is then the calibrated half-width itself, divided by the
 Gaussian quantile.
@@ -157,13 +159,20 @@ class Calibrated(CoresetMethod):
                 bucket.append(np.asarray(values))
         if parts[0]:
             residual, sd, excess, design = (np.concatenate(p) for p in parts)
-            # One cell per held-out model: too few to narrow an error bar. (Letting
-            # the guarded ensemble's model-based rows narrow brought its
-            # interpolation coverage into 87-95% on every shared file but left
-            # MuSR's strong models at 78% under extrapolation.)
+            # One cell per held-out model: too few to narrow the error bar of a
+            # model that may lie anywhere. A method whose model-based rows are only
+            # targets among the sources (the guarded ensemble since its v4 guard)
+            # is calibrated on held-out models like them, and its own error bar
+            # (the widest of its three parts') is too wide there: it may narrow.
+            # That took its interpolation coverage from 91-97% to 87-92% on the
+            # shared files, extrapolation and frontier unchanged (30 trials,
+            # docs/experiments/question-level.md, "v4"). Under the v2 guard (the
+            # model-based rows beyond the sources too) narrowing had left MuSR's
+            # strong models at 78% under extrapolation.
+            narrow = getattr(self.estimator, "model_rows_among_sources", False)
             self.calibration_ = fit_calibration(residual[~design], sd[~design], excess[~design],
                                                 level=self.level, min_cells=20,
-                                                min_multiplier=1.0)
+                                                min_multiplier=0.0 if narrow else 1.0)
             # A design-based estimate's error bar does not depend on how far the
             # model lies from the sources: one multiplier, 1 unless its own
             # held-out cells say it is too narrow.

@@ -259,6 +259,10 @@ class CoresetMethod(BaseEstimator):
     _min_models: ClassVar[int] = 2
     #: Whether scores must lie in [0, 1] (source and targets).
     _unit_interval: ClassVar[bool] = False
+    #: Whether the model-based rows are only ever targets among the source models
+    #: (the other rows design-based): their calibration may then narrow the error
+    #: bar, not only widen it (:class:`~benchsel.calibration.questions.Calibrated`).
+    model_rows_among_sources: ClassVar[bool] = False
 
     def __init__(self, n_questions: int | None = None, *, random_state=None):
         self.n_questions = n_questions

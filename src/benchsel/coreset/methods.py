@@ -258,6 +258,7 @@ class GuardedEnsemble(RandomQuestions):
     name = "guarded-ensemble"
     draw = "stratified"
     _min_models = 3
+    model_rows_among_sources = True
 
     def __init__(self, n_questions: int | None = None, *, random_state=None,
                  guard_level: float = 0.9, floor_share: float = 0.1):
@@ -292,17 +293,21 @@ class GuardedEnsemble(RandomQuestions):
         """Rows estimated by the design-weighted mean: those not among the sources."""
         return ~self._inside(self._check_x(x_selected))[0]
 
-    def _predict(self, x_selected: np.ndarray):
+    def model_based_estimate(self, x_selected) -> tuple[np.ndarray, np.ndarray]:
+        """The ensemble's (mean, SD) for every row, whether the guard uses it or not."""
+        x_selected = self._check_x(x_selected)
         a, w = self.selected_, self.weights_
-        inside, design_mean, design_sd = self._inside(x_selected)
         parts = [
             (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
             self.gaussian_.predict_mean(x_selected, a),
             aipw_estimate(self.raw_features_, a, x_selected, self.question_sd_, w),
         ]
-        model_mean = np.mean([m for m, _ in parts], axis=0)
         # The parts' errors are strongly correlated: averaging hardly shrinks them.
-        model_sd = np.max([sd for _, sd in parts], axis=0)
+        return np.mean([m for m, _ in parts], axis=0), np.max([sd for _, sd in parts], axis=0)
+
+    def _predict(self, x_selected: np.ndarray):
+        inside, design_mean, design_sd = self._inside(x_selected)
+        model_mean, model_sd = self.model_based_estimate(x_selected)
         return (np.where(inside, model_mean, design_mean),
                 np.where(inside, model_sd, design_sd))
 
