@@ -165,7 +165,7 @@ class Calibrated(CoresetMethod):
             # is calibrated on held-out models like them, and its own error bar
             # (the widest of its three parts') is too wide there: it may narrow.
             # That took its interpolation coverage from 91-97% to 87-92% on the
-            # shared files, extrapolation and frontier unchanged (30 trials,
+            # shared files, extrapolation and frontier within a point (30 trials,
             # docs/experiments/question-level.md, "v4"). Under the v2 guard (the
             # model-based rows beyond the sources too) narrowing had left MuSR's
             # strong models at 78% under extrapolation.
