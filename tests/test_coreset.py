@@ -237,8 +237,8 @@ def test_guarded_ensemble_is_the_design_estimate_unless_its_answers_lie_among_th
 def test_guarded_ensemble_learns_at_the_bottom_of_the_sources_but_not_below_them():
     """On GLUE RTE (weak models crowd near chance) a target among the weakest
     sources keeps the model-based estimate even where its design interval
-    reaches below the weakest source; below the weakest tenth of the sources
-    it gets its own answers' mean."""
+    reaches below the weakest source; one whose estimate is also below the
+    weakest tenth of the sources gets its own answers' mean."""
     from scipy.special import ndtri
 
     from benchsel.datasets import load_dataset
