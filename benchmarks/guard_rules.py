@@ -33,8 +33,9 @@ SPLITS = ("interpolation", "extrapolation", "frontier", "weakest")
 #: name -> (upper, lower): upper is the level of the design interval whose upper end
 #: must not pass the strongest source (None: no check); lower is a list of checks at
 #: the bottom, any of which suffices: ("interval", level) for that interval's lower
-#: end against the weakest source, ("share", q) for the estimate above the
-#: q-quantile of the sources' means (an empty list: no check).
+#: end against the weakest source, ("share", q[, z]) for the estimate (plus z of
+#: its standard deviations) above the q-quantile of the sources' means (an empty
+#: list: no check).
 RULES = {
     "interval 90% at both ends (v3)": (0.9, [("interval", 0.9)]),
     "interval 90%; at the bottom 50%": (0.9, [("interval", 0.5)]),
@@ -44,8 +45,14 @@ RULES = {
         (0.9, [("share", 0.1)]),
     "interval 90%; at the bottom, or estimate above the weakest 5%":
         (0.9, [("interval", 0.9), ("share", 0.05)]),
-    "interval 90%; at the bottom, or estimate above the weakest 10% (v4, shipped)":
+    "interval 90%; at the bottom, or estimate above the weakest 10% (v4 at 05b2f28)":
         (0.9, [("interval", 0.9), ("share", 0.1)]),
+    "interval 90%; at the bottom, or estimate + 0.5 SD above the weakest 10%":
+        (0.9, [("interval", 0.9), ("share", 0.1, 0.5)]),
+    "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10% (v4, shipped)":
+        (0.9, [("interval", 0.9), ("share", 0.1, 1.0)]),
+    "interval 90%; at the bottom, or estimate + 1.645 SD above the weakest 10%":
+        (0.9, [("interval", 0.9), ("share", 0.1, float(ndtri(0.95)))]),
     "interval 90%; at the bottom, or estimate above the weakest 20%":
         (0.9, [("interval", 0.9), ("share", 0.2)]),
     "interval 75%; at the bottom, or estimate above the weakest 10%":
@@ -55,7 +62,7 @@ RULES = {
     "interval 90% at the top, nothing at the bottom": (0.9, []),
     "the ensemble everywhere": (None, []),
 }
-SHIPPED = "interval 90%; at the bottom, or estimate above the weakest 10% (v4, shipped)"
+SHIPPED = "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10% (v4, shipped)"
 
 
 def _targets(values: np.ndarray, split: str, trial: int):
@@ -110,9 +117,10 @@ def rule_estimate(record: dict, upper, lower) -> np.ndarray:
         trust &= design + ndtri(0.5 + upper / 2) * sd <= sources[-1]
     if lower:
         bottom = np.zeros(design.shape, dtype=bool)
-        for kind, value in lower:
+        for kind, value, *margin in lower:
             bottom |= (design - ndtri(0.5 + value / 2) * sd >= sources[0]) \
-                if kind == "interval" else design >= np.quantile(sources, value)
+                if kind == "interval" else \
+                design + (margin[0] if margin else 0.0) * sd >= np.quantile(sources, value)
         trust &= bottom
     return np.where(trust, record["model"], design)
 
