@@ -307,7 +307,9 @@ class GuardedEnsemble(RandomQuestions):
 
     def model_based_estimate(self, x_selected) -> tuple[np.ndarray, np.ndarray]:
         """The ensemble's (mean, SD) for every row, whether the guard uses it or not."""
-        x_selected = self._check_x(x_selected)
+        return self._ensemble(self._check_x(x_selected))
+
+    def _ensemble(self, x_selected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a, w = self.selected_, self.weights_
         parts = [
             (self.kernel_.predict(x_selected), np.full(len(x_selected), self.kernel_.sd)),
@@ -319,7 +321,7 @@ class GuardedEnsemble(RandomQuestions):
 
     def _predict(self, x_selected: np.ndarray):
         inside, design_mean, design_sd = self._inside(x_selected)
-        model_mean, model_sd = self.model_based_estimate(x_selected)
+        model_mean, model_sd = self._ensemble(x_selected)  # x is checked already
         return (np.where(inside, model_mean, design_mean),
                 np.where(inside, model_sd, design_sd))
 
