@@ -2,7 +2,9 @@
 
 ``guarded-ensemble`` predicts a new model's full-benchmark score by its
 model-based ensemble only where the model's own answers place it among the
-source models, and by the design-weighted mean of those answers elsewhere.
+source models, and by a design-consistent estimate from those answers
+elsewhere (their design-weighted mean, or aipw's difference estimator where
+it predicted the strongest sources better).
 This script fits the shipped method once per file, split and trial, keeps
 both estimates of every target, and then scores each rule of
 :data:`RULES` on them: the gap's change (%) against ``stratified-sampling``
@@ -35,7 +37,10 @@ SPLITS = ("interpolation", "extrapolation", "frontier", "weakest")
 #: the bottom, any of which suffices: ("interval", level) for that interval's lower
 #: end against the weakest source, ("share", q[, z]) for the estimate (plus z of
 #: its standard deviations) above the q-quantile of the sources' means (an empty
-#: list: no check).
+#: list: no check). An untrusted target gets the design-weighted mean of its
+#: answers (as up to v4), or with a third entry ``"beyond"`` the shipped method's
+#: estimate beyond the sources (``beyond_estimate``: aipw where it predicted the
+#: strongest sources better, v5).
 RULES = {
     "interval 90% at both ends (v3)": (0.9, [("interval", 0.9)]),
     "interval 90%; at the bottom 50%": (0.9, [("interval", 0.5)]),
@@ -49,8 +54,11 @@ RULES = {
         (0.9, [("interval", 0.9), ("share", 0.1)]),
     "interval 90%; at the bottom, or estimate + 0.5 SD above the weakest 10%":
         (0.9, [("interval", 0.9), ("share", 0.1, 0.5)]),
-    "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10% (v4, shipped)":
+    "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10% (v4)":
         (0.9, [("interval", 0.9), ("share", 0.1, 1.0)]),
+    "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10%; "
+    "aipw beyond where better on the strongest sources (v5, shipped)":
+        (0.9, [("interval", 0.9), ("share", 0.1, 1.0)], "beyond"),
     "interval 90%; at the bottom, or estimate + 1.645 SD above the weakest 10%":
         (0.9, [("interval", 0.9), ("share", 0.1, float(ndtri(0.95)))]),
     "interval 90%; at the bottom, or estimate above the weakest 20%":
@@ -62,7 +70,8 @@ RULES = {
     "interval 90% at the top, nothing at the bottom": (0.9, []),
     "the ensemble everywhere": (None, []),
 }
-SHIPPED = "interval 90%; at the bottom, or estimate + 1 SD above the weakest 10% (v4, shipped)"
+SHIPPED = ("interval 90%; at the bottom, or estimate + 1 SD above the weakest 10%; "
+           "aipw beyond where better on the strongest sources (v5, shipped)")
 
 
 def _targets(values: np.ndarray, split: str, trial: int):
@@ -99,17 +108,19 @@ def estimates(path, trials: int) -> tuple[str, dict]:
                 ge, rs = draws["guarded-ensemble"], draws["random-sampling"]
                 x = values[np.ix_(tgt, ge.selected_)]
                 design = ge.design_estimate(x)
+                beyond = ge.beyond_estimate(x)[0]
                 model = ge.model_based_estimate(x)[0]
                 shipped = ge.predict(x)[0]
                 rand = rs.predict(values[np.ix_(tgt, rs.selected_)])[0]
             records.append({"truth": values[tgt].mean(axis=1), "design": design[0],
-                            "design_sd": design[1], "model": model, "random": rand,
+                            "design_sd": design[1], "beyond": beyond, "model": model,
+                            "random": rand,
                             "shipped": shipped, "sources": np.sort(values[src].mean(axis=1))})
         out[split] = records
     return path.stem, out
 
 
-def rule_estimate(record: dict, upper, lower) -> np.ndarray:
+def rule_estimate(record: dict, upper, lower, fallback: str = "design") -> np.ndarray:
     """The estimate a rule gives each target of one trial."""
     design, sd, sources = record["design"], record["design_sd"], record["sources"]
     trust = np.ones(design.shape, dtype=bool)
@@ -122,7 +133,7 @@ def rule_estimate(record: dict, upper, lower) -> np.ndarray:
                 if kind == "interval" else \
                 design + (margin[0] if margin else 0.0) * sd >= np.quantile(sources, value)
         trust &= bottom
-    return np.where(trust, record["model"], design)
+    return np.where(trust, record["model"], record[fallback])
 
 
 def _gap(records: list, estimates: list) -> float:
@@ -152,11 +163,11 @@ def main() -> None:
               "stratified-sampling (%)\n")
         print("| rule | " + " | ".join(names) + " | mean | worst | EGR % |")
         print("|---" * (len(names) + 4) + "|")
-        for rule, (upper, lower) in RULES.items():
+        for rule, spec in RULES.items():
             change, egr = [], []
             for _, out in results:
                 records = out[split]
-                ours = _gap(records, [rule_estimate(r, upper, lower) for r in records])
+                ours = _gap(records, [rule_estimate(r, *spec) for r in records])
                 design = _gap(records, [r["design"] for r in records])
                 rand = _gap(records, [r["random"] for r in records])
                 # A file whose targets all answer alike has no gap to compare with.

@@ -266,7 +266,84 @@ def test_guarded_ensemble_learns_at_the_bottom_of_the_sources_but_not_below_them
     assert (learned & ~interval_inside).any()
     assert (~floor & ~interval_inside).any()
     mean = method.predict(rows)[0]
-    np.testing.assert_array_equal(mean[~learned], design_mean[~learned])
+    np.testing.assert_array_equal(mean[~learned], method.beyond_estimate(rows)[0][~learned])
+    # With beyond="design" those rows get their own answers' design-weighted mean.
+    design = make_method("guarded-ensemble", n_questions=50, random_state=3,
+                         beyond="design").fit(x[src])
+    np.testing.assert_array_equal(design.predict(rows)[0][~learned], design_mean[~learned])
+
+
+def _frontier(name):
+    """A bundled per-question matrix split as the frontier split splits it."""
+    from benchsel.datasets import load_dataset
+    from benchsel.splits import frontier_split
+
+    x = np.asarray(load_dataset(name).values, dtype=float)
+    fold = frontier_split(x, strength=x.mean(axis=1))
+    return x[fold.train], x[fold.validation]
+
+
+def test_guarded_ensemble_beyond_the_sources_takes_aipw_where_it_did_better_on_the_strongest():
+    """The estimate beyond the sources is aipw's difference estimator where, on the
+    strongest tenth of the sources predicted from the others, aipw's absolute
+    errors were smaller by a paired t statistic below -2 (MuSR), else the
+    design-weighted mean (OpenbookQA); the model-based rows are unchanged."""
+    from benchsel._ridge import ridge_loo
+    from benchsel.coreset._base import ALPHAS
+    from benchsel.coreset.methods import BEYOND_EVIDENCE, aipw_estimate
+    from benchsel.splits import frontier_split
+
+    src, tgt = _frontier("openllm_musr")
+    method = make_method("guarded-ensemble", n_questions=50, random_state=1).fit(src)
+    # The evidence, computed plainly from its definition.
+    fold = frontier_split(src, strength=src.mean(axis=1))
+    held = src[fold.validation]
+    a, w = method.selected_, method.weights_
+    truth = held.mean(axis=1)
+    design_err = np.abs(method.design_estimate(held[:, a])[0] - truth)
+    aipw_err = np.abs(aipw_estimate(src[fold.train].T, a, held[:, a], method.question_sd_,
+                                    w)[0] - truth)
+    diff = aipw_err - design_err
+    t = diff.mean() / (diff.std(ddof=1) / np.sqrt(len(diff)))
+    assert method.beyond_evidence_ == pytest.approx(t, rel=1e-12)
+    assert t < -BEYOND_EVIDENCE and method.beyond_ == "aipw"
+    rows = tgt[:, a]
+    beyond = ~method._inside(rows)[0]
+    assert beyond.any() and (~beyond).any()
+    mean, sd = method.predict(rows)
+    expected, _ = aipw_estimate(src.T, a, rows, method.question_sd_, w)
+    np.testing.assert_allclose(mean[beyond], expected[beyond], rtol=0, atol=1e-12)
+    # Its error bar is the stratified design's: successive differences of the
+    # ridge's leave-one-out residuals, the questions in stratum order.
+    r = np.flatnonzero(beyond)[0]
+    ridge = ridge_loo(src.T[a], rows[r], ALPHAS)
+    order = np.argsort(method.strata_)
+    resid = ridge.loo_residuals[order]
+    expected_sd = np.sqrt(np.sum(np.diff(resid) ** 2) / (2 * (len(a) - 1))
+                          * np.sum(w[order] ** 2))
+    assert sd[r] == pytest.approx(expected_sd, rel=1e-10)
+    assert (sd[beyond] > 0).all()
+    fixed = make_method("guarded-ensemble", n_questions=50, random_state=1,
+                        beyond="design").fit(src)
+    assert fixed.beyond_ == "design"
+    np.testing.assert_array_equal(fixed.selected_, a)
+    fixed_mean = fixed.predict(rows)[0]
+    np.testing.assert_array_equal(fixed_mean[~beyond], mean[~beyond])
+    np.testing.assert_array_equal(fixed_mean[beyond],
+                                  fixed.design_estimate(rows)[0][beyond])
+    # On OpenbookQA's frontier aipw was not better on the strongest sources.
+    src, _ = _frontier("helm_openbookqa")
+    method = make_method("guarded-ensemble", n_questions=50, random_state=1).fit(src)
+    assert method.beyond_evidence_ >= -BEYOND_EVIDENCE and method.beyond_ == "design"
+
+
+def test_guarded_ensemble_with_few_sources_keeps_the_design_weighted_mean_beyond_them():
+    rng = np.random.default_rng(5)
+    x = (rng.random((15, 80)) < rng.random(80)).astype(float)
+    method = make_method("guarded-ensemble", n_questions=10, random_state=0).fit(x)
+    assert np.isnan(method.beyond_evidence_) and method.beyond_ == "design"
+    with pytest.raises(ValueError, match="beyond"):
+        make_method("guarded-ensemble", n_questions=10, beyond="aipw").fit(x)
 
 
 def test_one_sampled_question_has_a_finite_error_bar():

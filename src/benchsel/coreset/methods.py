@@ -37,7 +37,8 @@ full-benchmark means (and standard deviations where the method has them).
   (their errors are strongly correlated, so averaging does not shrink them
   much); elsewhere -- at the frontier, beyond the sources --
   ``stratified-sampling``'s estimate and error bar, since every learned part
-  regresses toward the sources.
+  regresses toward the sources, or aipw's design-unbiased difference
+  estimator where it predicted the strongest sources better.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .._ridge import ridge_loo
-from ._base import ALPHAS, CoresetMethod, RandomQuestions, fpc
+from ._base import ALPHAS, CoresetMethod, RandomQuestions, fpc, successive_difference_sd
 from .gaussian import LowRankGaussian
 from .refit import kernel_ridge_loo, paper_alphas
 
@@ -102,7 +103,8 @@ class RandomSamplingLearn(RandomQuestions):
 
 
 def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
-                  fallback_sd: float, weights: np.ndarray | None = None):
+                  fallback_sd: float, weights: np.ndarray | None = None,
+                  order: np.ndarray | None = None):
     """Zhang et al. (2025) eq. 3 for each row of ``rows`` (scores on ``selected``).
 
     Per target model, a ridge regression (alpha by leave-one-out over
@@ -133,6 +135,11 @@ def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
     weights : ndarray (n,), optional
         Design weights of the sampled questions (summing to 1); uniform by
         default.
+    order : ndarray of int (n,), optional
+        For a draw of one question per stratum, the sampled questions in
+        stratum order: the standard error is then the design's own, the
+        :func:`~benchsel.coreset._base.successive_difference_sd` of the
+        leave-one-out residuals, instead of the uniform draw's.
 
     Returns
     -------
@@ -148,8 +155,11 @@ def aipw_estimate(features: np.ndarray, selected: np.ndarray, rows: np.ndarray,
         ridge = ridge_loo(features[selected], row, ALPHAS)
         pred = ridge.predict(features)
         means.append(pred.mean() + (row - pred[selected]) @ w)
-        loo_sq = ridge.loo_residuals**2
-        sds.append(np.sqrt(loo_sq.mean() * n / (n - 1)) / np.sqrt(n) * fpc(n, total))
+        loo = ridge.loo_residuals
+        if order is not None:
+            sds.append(successive_difference_sd(loo[None, order], w[order], fallback_sd)[0])
+        else:
+            sds.append(np.sqrt((loo**2).mean() * n / (n - 1)) / np.sqrt(n) * fpc(n, total))
     return np.array(means), np.array(sds)
 
 
@@ -216,6 +226,17 @@ class GaussianDR(RandomQuestions):
         return mean, sd
 
 
+#: How :class:`GuardedEnsemble` estimates a target beyond the sources: ``"auto"``
+#: (aipw where the sources' own frontier shows it better, else the design-weighted
+#: mean) or ``"design"`` (always the design-weighted mean, as up to v4).
+BEYOND = ("auto", "design")
+#: The paired t statistic (aipw's absolute error minus the design-weighted mean's, on
+#: the strongest 10% of the sources) below minus which ``"auto"`` takes aipw.
+BEYOND_EVIDENCE = 2.0
+#: Fewer source models than this leave too few to hold out: the design-weighted mean.
+BEYOND_MIN_SOURCES = 20
+
+
 class GuardedEnsemble(RandomQuestions):
     """Model-based prediction where the target's own answers place it among the sources.
 
@@ -230,9 +251,11 @@ class GuardedEnsemble(RandomQuestions):
     the range of the sources' full-benchmark means, except that at the
     bottom it is enough for the estimate to lie no more than
     ``floor_margin`` of its standard deviations below the weakest
-    ``floor_share`` of them. Elsewhere the estimate is the design-weighted
-    mean of the answers with its successive-difference error bar
-    (:class:`StratifiedSampling`'s).
+    ``floor_share`` of them. Elsewhere the estimate is design-consistent
+    (:meth:`beyond_estimate`): the design-weighted mean of the answers with
+    its successive-difference error bar (:class:`StratifiedSampling`'s), or
+    aipw's difference estimator on the same answers where the sources' own
+    frontier shows it better (``beyond``).
 
     The two ends differ because the models do. At the top a new checkpoint
     is usually at or past the strongest source, and the interval keeps the
@@ -259,6 +282,23 @@ class GuardedEnsemble(RandomQuestions):
         full-benchmark means (0: above the weakest source's).
     floor_margin : float >= 0, default 1.0
         See ``floor_share``; 0 asks the estimate itself to lie above them.
+    beyond : {"auto", "design"}, default "auto"
+        The estimate of a target not among the sources. Both are
+        design-unbiased; ``"design"`` is always the design-weighted mean.
+        ``"auto"`` plays the frontier on the sources: their strongest 10%
+        (at least 5; with :data:`BEYOND_MIN_SOURCES` sources or more) answer
+        the drawn questions and are predicted by both, aipw from the other
+        sources, and aipw is taken where its absolute errors are smaller by a
+        paired t statistic beyond :data:`BEYOND_EVIDENCE`
+        (docs/experiments/question-level.md, "v5").
+
+    Attributes
+    ----------
+    beyond_ : {"aipw", "design"}
+        The estimate used for targets not among the sources.
+    beyond_evidence_ : float
+        The paired t statistic ``beyond="auto"`` decided by (NaN with too
+        few sources, or with ``beyond="design"``).
     """
 
     name = "guarded-ensemble"
@@ -267,11 +307,13 @@ class GuardedEnsemble(RandomQuestions):
     model_rows_among_sources = True
 
     def __init__(self, n_questions: int | None = None, *, random_state=None,
-                 guard_level: float = 0.9, floor_share: float = 0.1, floor_margin: float = 1.0):
+                 guard_level: float = 0.9, floor_share: float = 0.1, floor_margin: float = 1.0,
+                 beyond: str = "auto"):
         super().__init__(n_questions, random_state=random_state)
         self.guard_level = guard_level
         self.floor_share = floor_share
         self.floor_margin = floor_margin
+        self.beyond = beyond
 
     def _check_params(self) -> None:
         if not 0 < self.guard_level < 1:
@@ -281,6 +323,9 @@ class GuardedEnsemble(RandomQuestions):
         if not (np.isfinite(self.floor_margin) and self.floor_margin >= 0):
             raise ValueError(f"floor_margin must be a non-negative number; got "
                              f"{self.floor_margin!r}")
+        if self.beyond not in BEYOND:
+            raise ValueError(f"beyond must be one of {', '.join(map(repr, BEYOND))}; got "
+                             f"{self.beyond!r}")
 
     def _fit_predictor(self, source: np.ndarray) -> None:
         self.kernel_ = kernel_ridge_loo(source[:, self.selected_], source.mean(axis=1),
@@ -290,6 +335,34 @@ class GuardedEnsemble(RandomQuestions):
         means = source.mean(axis=1)
         self.range_ = (means.min(), means.max())
         self.floor_ = float(np.quantile(means, self.floor_share))
+        self.beyond_evidence_ = self._beyond_evidence(source) if self.beyond == "auto" \
+            else float("nan")
+        self.beyond_ = "aipw" if self.beyond_evidence_ < -BEYOND_EVIDENCE else "design"
+
+    def _beyond_evidence(self, source: np.ndarray) -> float:
+        """How much better aipw than the design-weighted mean predicts the strongest sources.
+
+        The sources' own frontier: the strongest 10% of them (at least 5)
+        answer the drawn questions, each estimator predicts their
+        full-benchmark means (aipw's ridge from the other sources' scores),
+        and the paired t statistic of the absolute errors (aipw minus design)
+        is returned: negative where aipw is better. NaN with too few sources
+        to hold any out.
+        """
+        from ..splits import frontier_split
+
+        if source.shape[0] < BEYOND_MIN_SOURCES:
+            return float("nan")
+        fold = frontier_split(source, strength=source.mean(axis=1))
+        rest, held = source[fold.train], source[fold.validation]
+        x, truth = held[:, self.selected_], held.mean(axis=1)
+        design = self.design_estimate(x)[0]
+        aipw = aipw_estimate(rest.T, self.selected_, x, self.question_sd_, self.weights_)[0]
+        diff = np.abs(aipw - truth) - np.abs(design - truth)
+        spread = diff.std(ddof=1)
+        if not spread > 0:
+            return 0.0
+        return float(diff.mean() / (spread / np.sqrt(diff.size)))
 
     def _inside(self, x_selected: np.ndarray):
         """Whether the target's own answers place each row among the sources (see the
@@ -302,8 +375,26 @@ class GuardedEnsemble(RandomQuestions):
         return inside, design_mean, design_sd
 
     def design_based(self, x_selected) -> np.ndarray:
-        """Rows estimated by the design-weighted mean: those not among the sources."""
+        """Rows estimated design-consistently (:meth:`beyond_estimate`): those not among
+        the sources."""
         return ~self._inside(self._check_x(x_selected))[0]
+
+    def beyond_estimate(self, x_selected) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, SD) for every row as if it lay beyond the sources.
+
+        The design-weighted mean of its answers, or where the sources' own
+        frontier showed aipw better (``beyond_ == "aipw"``) aipw's
+        difference estimator on the same draw; both are design-unbiased.
+        """
+        return self._beyond(self._check_x(x_selected))
+
+    def _beyond(self, x_selected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.beyond_ == "design":
+            return self.design_estimate(x_selected)
+        mean, sd = aipw_estimate(self.raw_features_, self.selected_, x_selected,
+                                 self.question_sd_, self.weights_,
+                                 order=np.argsort(self.strata_, kind="stable"))
+        return mean, self._design_sd(mean, sd)
 
     def model_based_estimate(self, x_selected) -> tuple[np.ndarray, np.ndarray]:
         """The ensemble's (mean, SD) for every row, whether the guard uses it or not."""
@@ -320,10 +411,11 @@ class GuardedEnsemble(RandomQuestions):
         return np.mean([m for m, _ in parts], axis=0), np.max([sd for _, sd in parts], axis=0)
 
     def _predict(self, x_selected: np.ndarray):
-        inside, design_mean, design_sd = self._inside(x_selected)
+        inside = self._inside(x_selected)[0]
         model_mean, model_sd = self._ensemble(x_selected)  # x is checked already
-        return (np.where(inside, model_mean, design_mean),
-                np.where(inside, model_sd, design_sd))
+        beyond_mean, beyond_sd = self._beyond(x_selected)
+        return (np.where(inside, model_mean, beyond_mean),
+                np.where(inside, model_sd, beyond_sd))
 
 
 METHODS = (RandomSampling, StratifiedSampling, RandomSamplingLearn, AIPW, GaussianGreedy,
