@@ -93,6 +93,20 @@ def test_a_second_run_into_the_same_folder_adds_its_tasks(lm_eval_runs, tmp_path
     assert runs.run("m", "bs_mc_a").date > runs.superseded[0].date
 
 
+def test_models_come_sorted_by_name_whatever_order_their_runs_finished_in(lm_eval_runs,
+                                                                          tmp_path):
+    """A plan's source rows decide its calibration folds: the matrix of a folder
+    must not depend on which run finished first."""
+    out = tmp_path / "out"
+    run_new(lm_eval_runs, out, "zz-first", 0.3, ["bs_mc_a"])
+    run_new(lm_eval_runs, out, "aa-second", 0.8, ["bs_mc_a"])
+    runs = read_lm_eval(out)
+    assert runs.run("zz-first", "bs_mc_a").date < runs.run("aa-second", "bs_mc_a").date
+    assert runs.models == ["aa-second", "zz-first"]
+    assert runs.leaderboard().models == ("aa-second", "zz-first")
+    assert runs.questions("bs_mc_a").models == ("aa-second", "zz-first")
+
+
 def test_partial_runs_are_never_full_task_scores(lm_eval_runs, tmp_path):
     runs_dir = tmp_path / "runs"
     shutil.copytree(lm_eval_runs.runs, runs_dir)

@@ -162,7 +162,9 @@ class LmEvalRuns:
     # --------------------------------------------------------------- views
     @property
     def models(self) -> list[str]:
-        return list(dict.fromkeys(model for model, _ in self.runs))
+        """Models, sorted by name: the matrix a folder gives does not depend on the
+        order its runs finished in (which moves calibration folds, and so intervals)."""
+        return sorted({model for model, _ in self.runs})
 
     @property
     def tasks(self) -> list[str]:
