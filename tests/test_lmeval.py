@@ -105,6 +105,10 @@ def test_models_come_sorted_by_name_whatever_order_their_runs_finished_in(lm_eva
     assert runs.models == ["aa-second", "zz-first"]
     assert runs.leaderboard().models == ("aa-second", "zz-first")
     assert runs.questions("bs_mc_a").models == ("aa-second", "zz-first")
+    # and the source matrix of a question-level plan
+    from benchsel.sources import complete_task_runs
+
+    assert complete_task_runs(runs, "bs_mc_a").models == ("aa-second", "zz-first")
 
 
 def test_partial_runs_are_never_full_task_scores(lm_eval_runs, tmp_path):

@@ -331,9 +331,10 @@ class LmEvalRuns:
                            source=self.source)
 
     def complete_models(self, task: str) -> list[str]:
-        """Models whose run of ``task`` covered every document, with sample logs."""
-        return [m for (m, t), run in self.full_runs.items()
-                if t == task and run.samples_file is not None]
+        """Models whose run of ``task`` covered every document, with sample logs (sorted,
+        as :attr:`models`)."""
+        return sorted(m for (m, t), run in self.full_runs.items()
+                      if t == task and run.samples_file is not None)
 
 
 def _metric_keys(scores: Mapping) -> list[str]:
