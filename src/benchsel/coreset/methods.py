@@ -412,10 +412,15 @@ class GuardedEnsemble(RandomQuestions):
 
     def _predict(self, x_selected: np.ndarray):
         inside = self._inside(x_selected)[0]
-        model_mean, model_sd = self._ensemble(x_selected)  # x is checked already
-        beyond_mean, beyond_sd = self._beyond(x_selected)
-        return (np.where(inside, model_mean, beyond_mean),
-                np.where(inside, model_sd, beyond_sd))
+        mean, sd = self._ensemble(x_selected)  # x is checked already
+        if self.beyond_ == "design":
+            design_mean, design_sd = self.design_estimate(x_selected)
+            return np.where(inside, mean, design_mean), np.where(inside, sd, design_sd)
+        # aipw refits a ridge per row: only for the rows beyond the sources.
+        out = ~inside
+        if out.any():
+            mean[out], sd[out] = self._beyond(x_selected[out])
+        return mean, sd
 
 
 METHODS = (RandomSampling, StratifiedSampling, RandomSamplingLearn, AIPW, GaussianGreedy,
