@@ -130,6 +130,28 @@ def test_predict_many_models_matches_one_at_a_time():
         np.testing.assert_allclose(batch.std[i], single.std[0], rtol=1e-12)
 
 
+def test_predict_pins_blas_to_one_thread_only_while_it_runs():
+    # auto's hundreds of small factorizations run on one BLAS thread; a user's
+    # own thread settings must come back unchanged afterwards, also after an error.
+    import scipy.linalg  # noqa: F401 - every BLAS predict uses is loaded before the limits
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def threads():
+        return sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info()
+                      if p["user_api"] == "blas")
+
+    model = GaussianModel().fit(load_dataset("helm_lite"))
+    model.predict({"GSM8K": 0.6})  # loads what auto imports
+    with threadpool_limits(2, user_api="blas"):
+        before = threads()
+        model.predict({"GSM8K": 0.6, "MMLU": 0.7})
+        assert threads() == before
+        with pytest.raises(ValueError):
+            model.predict({"not a benchmark": 0.5})
+        assert threads() == before
+    assert all(n == 2 for _, n in before)
+
+
 def test_conditional_covariance_diagonal_matches_predicted_std():
     model = GaussianModel().fit(load_dataset("wildbench"))
     given = list(model.items_[:3])

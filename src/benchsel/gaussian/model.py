@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import names
 from .._linalg import cholesky
+from .._parallel import one_blas_thread
 from .._patterns import unique_rows
 from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval
 from ..calibration import (
@@ -482,6 +483,11 @@ class GaussianModel:
             f"got {type(observed).__name__}"
         )
 
+    # ``auto`` compares and calibrates methods by hundreds of factorizations of
+    # matrices of a few hundred rows: with BLAS threads on two cores its first
+    # prediction on MTEB took 10 s, with one 6.4 s (the same output;
+    # docs/experiments/scaling.md). Both entry points of its decisions pin them.
+    @one_blas_thread()
     def predict(self, observed, *, level: float = 0.9, method: str | None = None,
                 observed_std: np.ndarray | None = None) -> Prediction:
         """Predict every unobserved item of one or more new models.
@@ -711,6 +717,7 @@ class GaussianModel:
                               keep_aggregates=keep_aggregates)
         return len(sel.items)
 
+    @one_blas_thread()
     def prepare_auto(self, given: Sequence[str]) -> None:
         """Make ``auto``'s decisions for new models run on ``given`` now, once.
 
