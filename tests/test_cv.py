@@ -12,6 +12,7 @@ from benchsel import ScoreMatrix, load_dataset
 from benchsel.cli import main
 from benchsel.evaluation import (
     cross_validate,
+    dated,
     frontier,
     gaussian_entropy,
     gaussian_mutual_information,
@@ -504,6 +505,83 @@ def test_cli_evaluate_frontier(capsys):
     assert main(["evaluate", "helm_lite", "--protocol", "frontier", "--k-max", "1",
                  "--objectives", "mi", "--quiet"]) == 0
     assert "fit on every model but the strongest 10% (at least 5)" in capsys.readouterr().out
+
+
+def _release_dates(board, days):
+    """ISO dates, 2024-01-01 plus ``days[i]`` for model ``i``."""
+    start = np.datetime64("2024-01-01")
+    return {m: str(start + int(d)) for m, d in zip(board.models, days)}
+
+
+def test_dated_protocol_is_the_frontier_when_the_strongest_came_out_last(tmp_path, capsys):
+    # Models released in order of strength, cut where the strongest 10% (at least
+    # 5) begin: the dated split is then the frontier split, and every figure agrees.
+    from benchsel.matrix import model_strength
+
+    board = load_dataset("helm_lite")
+    rank = np.argsort(np.argsort(model_strength(board.values), kind="stable"))
+    dates = _release_dates(board, rank)
+    cut = str(np.datetime64("2024-01-01") + board.n_models - 5)
+    options = dict(objectives=("mi", "random"), k_max=3)
+    by_date = dated(board, dates, cut, **options)
+    at_frontier = frontier(board, **options)
+    assert by_date.protocol == "dated" and by_date.predictor == DEFAULT_PREDICTOR
+    assert by_date.orders == at_frontier.orders
+    for mine, theirs in zip(by_date.rows, at_frontier.rows, strict=True):
+        assert (mine.objective, mine.k) == (theirs.objective, theirs.k)
+        assert mine.r2_mean == pytest.approx(theirs.r2_mean, abs=1e-12)
+        assert mine.interval_coverage == pytest.approx(theirs.interval_coverage, abs=1e-12)
+    # The same from a dates file on the command line, as the library gives it.
+    order = tmp_path / "released.csv"
+    order.write_text("model,order\n" + "".join(f"{m},{d}\n" for m, d in dates.items()))
+    assert main(["evaluate", "helm_lite", "--protocol", "dated", "--order", str(order),
+                 "--before", cut, "--objectives", "mi,random", "--k-max", "3", "--json",
+                 "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "dated" and out["folds"] == 1
+    assert [r["r2_mean"] for r in out["results"]] == pytest.approx(
+        [r.r2_mean for r in by_date.rows], abs=1e-12)
+    assert main(["evaluate", "helm_lite", "--protocol", "dated", "--order", str(order),
+                 "--before", cut, "--objectives", "mi", "--k-max", "1", "--quiet"]) == 0
+    assert f"fit on the 25 models before {cut}, predict the 5 from it on" in \
+        capsys.readouterr().out
+
+
+def test_dated_protocol_says_what_is_wrong_with_its_dates(tmp_path, capsys):
+    board = load_dataset("helm_lite")
+    days = np.arange(board.n_models)
+    with pytest.raises(ValueError, match="expected one key per model \\(30\\); got 29"):
+        dated(board, days[:-1], 20)
+    with pytest.raises(ValueError, match="no date for 1 model"):
+        dated(board, dict(list(_release_dates(board, days).items())[1:]), "2024-01-20")
+    with pytest.raises(ValueError, match="'soon' is not a number or a date"):
+        dated(board, {**_release_dates(board, days), board.models[3]: "soon"}, 20)
+    with pytest.raises(ValueError, match="before 'June': expected a date"):
+        dated(board, days, "June")
+    with pytest.raises(ValueError, match="leaves 30 model"):
+        dated(board, days, 100)
+    # An array of numbers in the models' order works as well as a mapping of dates.
+    assert dated(board, days, 25, objectives=("mi",), k_max=1, predictor="gaussian"
+                 ).rows[0].r2_mean == pytest.approx(
+        dated(board, _release_dates(board, days), "2024-01-26", objectives=("mi",), k_max=1,
+              predictor="gaussian").rows[0].r2_mean, abs=1e-12)
+    order = tmp_path / "released.csv"
+    order.write_text("model,order\n" + "".join(
+        f"{m},{d}\n" for m, d in list(_release_dates(board, days).items())[:28]))
+    base = ["evaluate", "helm_lite", "--k-max", "1", "--objectives", "mi", "--quiet"]
+    assert main([*base, "--protocol", "dated", "--order", str(order),
+                 "--before", "2024-01-20"]) == 1
+    err = capsys.readouterr().err
+    assert f"{order} (helm_lite): no date for 2 model(s)" in err
+    with pytest.raises(SystemExit) as exit_:
+        main([*base, "--protocol", "dated", "--order", str(order)])
+    assert exit_.value.code == 2
+    assert "--protocol dated needs --order FILE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--protocol", "frontier", "--order", str(order), "--before", "2024-01-20"])
+    assert "--order and --before are for --protocol dated" in capsys.readouterr().err
+    assert main([*base, "--protocol", "dated", "--order", str(order), "--before", "June"]) == 1
+    assert "--before 'June': expected a date" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("predictor", ["auto", "svd"])

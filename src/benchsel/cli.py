@@ -331,14 +331,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_data(p)
     p.add_argument("--protocol",
-                   choices=["cv", "extrapolation", "frontier", "complete", "oracle"],
+                   choices=["cv", "extrapolation", "frontier", "dated", "complete", "oracle"],
                    default="cv",
                    help="cv: K folds over models (Smola 2026, Sec. 5.1); extrapolation: fit "
                    "on the weakest 50%% of models, test on the strongest 30%%; frontier: fit "
                    "on every model but the strongest 10%% (at least 5), test on those; "
-                   "complete: hide "
+                   "dated: fit on the models that came out before --before (by --order), "
+                   "test on the later ones; complete: hide "
                    "cells of models with >= 8 scores and fill them back (matrix completion); "
                    "oracle: best subsets of size <= --k-max by exhaustive search")
+    p.add_argument("--order", metavar="FILE",
+                   help="dated: when each model came out, CSV 'model,order' or JSON "
+                   "{model: order}, a number or a date (YYYY-MM-DD) per model")
+    p.add_argument("--before", metavar="DATE",
+                   help="dated: models before this date (or number) are the sources, the "
+                   "others the targets")
     p.add_argument("--folds", type=_positive_int, default=None,
                    help="number of folds (default 10; 3 for the complete protocol)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
@@ -348,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objectives", default="mi,entropy,random",
                    help="comma-separated objectives (default mi,entropy,random)")
     p.add_argument("--keep-aggregates", action="store_true",
-                   help="cv/extrapolation/frontier: let a column that aggregates the others "
+                   help="cv/extrapolation/frontier/dated: let a column that aggregates the "
+                   "others "
                    "(a mean win rate, an average) be selected; by default it is left out of "
                    "the choice as 'select' and 'plan' leave it out (still predicted and "
                    "scored); --scoring paper selects from every column")
@@ -358,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "selected item observed, scores columns too sparse to model against the "
                    "training mean)")
     p.add_argument("--predictor", choices=list(COMPLETION_METHODS), default=None,
-                   help="cv/extrapolation/frontier: what predicts the unselected benchmarks: "
+                   help="cv/extrapolation/frontier/dated: what predicts the unselected "
+                   "benchmarks: "
                    f"{DEFAULT_PREDICTOR} (default: what 'predict' uses, scored as it prints "
                    "it) or another 'predict --method'; gaussian is the paper's protocol (the "
                    "conditional mean, no score bounds; fast). Any but gaussian costs a "

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ __all__ = [
     "read_scores",
     "read_costs",
     "read_model_order",
+    "model_order_keys",
     "parse_observed",
     "read_question_counts",
     "write_text_atomic",
@@ -578,6 +579,55 @@ def read_model_order(path: str | os.PathLike) -> dict[str, float]:
     returned as seconds since 1970 for dates.
     """
     return _read_mapping(Path(path), "order", "order", _order_key)
+
+
+def model_order_keys(models, order, before, *, where: str = "order",
+                     cut_name: str = "before") -> tuple[np.ndarray, float]:
+    """Each model's sort key and the cut, as numbers: the input of a dated split.
+
+    Parameters
+    ----------
+    models : sequence of str
+        The models of the matrix, in its row order.
+    order : mapping {model: key} or array-like (M,)
+        When each model came out: a number or an ISO date (``2024-05-13``)
+        per model (as :func:`read_model_order` reads them); an array is
+        taken in the models' order.
+    before : number or str
+        The cut, a number or an ISO date; models with a key below it are
+        the sources.
+    where, cut_name : str
+        What to call ``order`` and ``before`` in an error (a file name, a flag).
+
+    Returns
+    -------
+    keys : ndarray (M,)
+        Seconds since 1970 for dates.
+    cut : float
+    """
+    cut = _order_key(before)
+    if cut is None:
+        raise ValueError(f"{cut_name} {before!r}: expected a date (YYYY-MM-DD) or a number")
+    models = list(models)
+    if isinstance(order, Mapping):
+        missing = [m for m in models if m not in order]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            raise ValueError(f"{where}: no date for {len(missing)} model(s): {shown}")
+        raw = [order[m] for m in models]
+    else:
+        raw = list(np.asarray(order, dtype=object).ravel())
+        if len(raw) != len(models):
+            raise ValueError(f"{where}: expected one key per model ({len(models)}); "
+                             f"got {len(raw)}")
+    keys = []
+    for model, value in zip(models, raw):
+        key = _order_key(value)
+        if key is None:
+            raise ValueError(f"{where}: model {model!r}: {value!r} is not a number or a date "
+                             "(YYYY-MM-DD)")
+        keys.append(key)
+    return np.array(keys, dtype=float), cut
 
 
 def parse_observed(spec: str) -> ScoreMatrix | dict[str, float]:

@@ -165,3 +165,22 @@ def _refuse_fit_options(args, message: str) -> None:
                                  ("--calibration", args.calibration, "conformal")):
         if value != default:
             raise UsageError(message.format(flag=flag))
+
+
+def _dated_cut(args, scores, dated: bool, needs: str):
+    """``--order`` keys aligned with the models and the ``--before`` cut, for a dated split.
+
+    ``dated``: whether the command runs one; ``needs``: its flag, for the
+    errors (``--split dated``, ``--protocol dated``). ``(None, None)`` otherwise.
+    """
+    if not dated:
+        if args.order or args.before:
+            raise UsageError(f"--order and --before are for {needs}")
+        return None, None
+    if not (args.order and args.before):
+        raise UsageError(f"{needs} needs --order FILE (when each model came out) and "
+                         "--before DATE")
+    from ..io import model_order_keys, read_model_order
+
+    return model_order_keys(scores.models, read_model_order(args.order), args.before,
+                            where=f"{args.order} ({args.data})", cut_name="--before")

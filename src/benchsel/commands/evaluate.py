@@ -6,7 +6,7 @@ from collections import Counter
 
 from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR
 from ..progress import Progress
-from ._args import UsageError, _load, _names
+from ._args import UsageError, _dated_cut, _load, _names
 from ._render import _emit, _table
 from ._workers import _workers
 
@@ -14,6 +14,7 @@ from ._workers import _workers
 def cmd_evaluate(args) -> int:
     from ..evaluation import (
         cross_validate,
+        dated,
         evaluate_completion,
         extrapolate,
         frontier,
@@ -21,6 +22,7 @@ def cmd_evaluate(args) -> int:
     )
 
     scores = _load(args)
+    order, before = _dated_cut(args, scores, args.protocol == "dated", "--protocol dated")
     args.folds_given = args.folds is not None
     if args.folds is None:
         args.folds = 10
@@ -28,7 +30,7 @@ def cmd_evaluate(args) -> int:
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)
     calibrate = args.calibration == "conformal"
-    if args.protocol in ("cv", "extrapolation", "frontier"):
+    if args.protocol in ("cv", "extrapolation", "frontier", "dated"):
         common["transform"] = args.transform
         common["scoring"] = args.scoring
         common["calibrate"] = calibrate
@@ -63,6 +65,8 @@ def cmd_evaluate(args) -> int:
             result = extrapolate(scores, **common)
         elif args.protocol == "frontier":
             result = frontier(scores, **common)
+        elif args.protocol == "dated":
+            result = dated(scores, order, before, **common)
         elif args.protocol == "complete":
             methods = tuple(_names(args.methods)) if args.methods else COMPLETION_METHODS
             with _workers(args) as fan_out:
@@ -118,6 +122,9 @@ def cmd_evaluate(args) -> int:
         "cv": f"{result.folds} folds, holdout {result.holdout:g}",
         "extrapolation": "fit on the weakest 50% of models, predict the strongest 30%",
         "frontier": "fit on every model but the strongest 10% (at least 5), predict those",
+        "dated": (f"fit on the {int((order < before).sum())} models before {args.before}, "
+                  f"predict the {int((order >= before).sum())} from it on"
+                  if order is not None else ""),
     }[args.protocol]
     if result.predictor != "gaussian":
         setup += f", predictor {result.predictor}"

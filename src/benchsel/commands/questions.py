@@ -9,7 +9,7 @@ from ..lmeval import write_samples
 from ..names import DEFAULT_CORESET_METHOD
 from ..progress import Progress
 from ..sources import question_items
-from ._args import _inputs, _load, _names
+from ._args import _dated_cut, _inputs, _load, _names
 from ._render import _emit, _table
 from ._workers import _workers
 
@@ -42,29 +42,6 @@ def cmd_coreset(args) -> int:
     return 0
 
 
-def _dated_split_args(args, scores):
-    """``--order`` keys aligned with the models and the ``--before`` cut (the dated split)."""
-    if args.split != "dated":
-        if args.order or args.before:
-            raise ValueError("--order and --before are for --split dated")
-        return None, None
-    if not (args.order and args.before):
-        raise ValueError("--split dated needs --order FILE (when each model came out) and "
-                         "--before DATE")
-    from ..io import _order_key, read_model_order
-
-    keys = read_model_order(args.order)
-    missing = [m for m in scores.models if m not in keys]
-    if missing:
-        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(f"{args.order}: no date for {len(missing)} model(s) of {args.data}: "
-                         f"{shown}")
-    before = _order_key(args.before)
-    if before is None:
-        raise ValueError(f"--before {args.before!r}: expected a date (YYYY-MM-DD) or a number")
-    return np.array([keys[m] for m in scores.models]), before
-
-
 def cmd_coreset_eval(args) -> int:
     from ..coreset.evaluate import evaluate_coresets
 
@@ -73,7 +50,7 @@ def cmd_coreset_eval(args) -> int:
         with _workers(args) as fan_out:
             scores = _load(args).cleaned()
             methods = None if args.methods == "all" else tuple(_names(args.methods))
-            order, before = _dated_split_args(args, scores)
+            order, before = _dated_cut(args, scores, args.split == "dated", "--split dated")
             result = evaluate_coresets(scores, split=args.split, n=args.n, trials=args.trials,
                                        methods=methods, seed=args.seed, sources=args.sources,
                                        progress=progress, order=order, before=before,

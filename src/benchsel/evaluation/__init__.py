@@ -4,9 +4,16 @@ The analyses of a board (spectrum, discover, audit, budget, paired,
 normality) are in :mod:`benchsel.analyses`.
 """
 
-from ..splits import Fold, frontier_split, kfold_with_holdout, model_strength, strength_split
+from ..splits import (
+    Fold,
+    dated_split,
+    frontier_split,
+    kfold_with_holdout,
+    model_strength,
+    strength_split,
+)
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
-from .cv import SCORINGS, CVResult, CVRow, cross_validate, extrapolate, frontier
+from .cv import SCORINGS, CVResult, CVRow, cross_validate, dated, extrapolate, frontier
 from .metrics import (
     coverage,
     gaussian_entropy,
@@ -26,6 +33,8 @@ __all__ = [
     "CompletionRow",
     "completion_masks",
     "cross_validate",
+    "dated",
+    "dated_split",
     "evaluate_completion",
     "extrapolate",
     "frontier",

@@ -49,11 +49,13 @@ from ..calibration import (
 from ..calibration.gaussian import GaussianCalibrator
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..io import model_order_keys
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
 from ..splits import (
     SPLITTERS,
     Fold,
+    dated_split,
     frontier_split,
     kfold_with_holdout,
     paper_kfold,
@@ -689,6 +691,49 @@ def extrapolate(
                      covariance, ridge, clip, level, seed, 1, transform=transform,
                      scoring=scoring, calibrate=calibrate, predictor=predictor,
                      keep_aggregates=keep_aggregates)
+
+
+def dated(
+    scores: ScoreMatrix,
+    order,
+    before,
+    *,
+    objectives: tuple[str, ...] = ("mi", "entropy", "random"),
+    k_max: int = 15,
+    covariance: str = "auto",
+    ridge: float = 1e-2,
+    clip: float = 10.0,
+    level: float = 0.9,
+    seed: int = 0,
+    transform: str = "none",
+    scoring: str = "default",
+    calibrate: bool = True,
+    predictor: str = names.DEFAULT_PREDICTOR,
+    keep_aggregates: bool = False,
+) -> CVResult:
+    """Fit on the models that came out before ``before``, evaluate on the later ones.
+
+    What a user's next model is to the models they already have
+    (:func:`~benchsel.splits.dated_split`): selection and fit on the past,
+    predictions scored on what came after, as in :func:`cross_validate`
+    (one split: ``r2_std`` and ``stability`` are ``None``).
+
+    Parameters
+    ----------
+    order : mapping {model: key} or array-like (M,)
+        When each model came out: a number or an ISO date per model (an
+        array in the models' order; :func:`benchsel.io.model_order_keys`).
+    before : number or str
+        The cut: models with a key below it are the sources.
+
+    The other arguments are as in :func:`cross_validate`.
+    """
+    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
+    split = dated_split(*model_order_keys(scores.models, order, before))
+    return _evaluate(scores, [split], "dated", split.validation.size / scores.n_models,
+                     objectives, k_max, covariance, ridge, clip, level, seed, 1,
+                     transform=transform, scoring=scoring, calibrate=calibrate,
+                     predictor=predictor, keep_aggregates=keep_aggregates)
 
 
 def frontier(
