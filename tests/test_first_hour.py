@@ -179,6 +179,12 @@ def test_auto_reports_its_long_steps_and_a_terminal_sees_the_time_left():
     for stage in stages:
         steps = [(done, total) for s, done, total in calls if s == stage]
         assert steps[0][0] == 0 and steps[-1][0] == steps[-1][1] > 0
+    # The Gaussian's own calibration refits the covariance on five splits of the
+    # sources (seconds on MERGED): a stage of its own, one step a refit.
+    calls.clear()
+    with reporting_to(lambda *call: calls.append(call)):
+        benchsel.GaussianModel().fit(board).predict({"GSM8K": 0.6}, method="gaussian")
+    assert calls == [("calibrating the Gaussian's intervals", done, 5) for done in range(6)]
 
     class Terminal(io.StringIO):
         def isatty(self):
