@@ -74,6 +74,33 @@ def test_every_data_form_gives_the_same_plan(tmp_path):
         np.testing.assert_allclose(check, checks[0], rtol=1e-12)
 
 
+def test_every_data_form_gives_the_same_evaluation(tmp_path):
+    # The protocols take what the planners take: a bundled name, a DataFrame, a
+    # file, a ScoreMatrix (they read '.cleaned()' of a string before).
+    from benchsel.coreset.evaluate import evaluate_coresets
+    from benchsel.evaluation import dated, evaluate_completion, frontier
+
+    board = benchsel.load_dataset("wildbench")
+    frame = board.to_frame()
+    csv = tmp_path / "board.csv"
+    frame.to_csv(csv)
+    forms = ("wildbench", board, frame, csv)
+    options = dict(objectives=("mi",), k_max=2, predictor="gaussian")
+    r2 = [[r.r2_mean for r in frontier(data, **options).rows] for data in forms]
+    assert all(r == pytest.approx(r2[0], abs=1e-12) for r in r2)
+    days = np.arange(board.n_models)
+    r2 = [[r.r2_mean for r in dated(data, days, 50, **options).rows] for data in forms]
+    assert all(r == pytest.approx(r2[0], abs=1e-12) for r in r2)
+    medape = [evaluate_completion(data, methods=("mean",)).rows[0].medape for data in forms]
+    assert medape == pytest.approx([medape[0]] * len(forms), abs=1e-12)
+    questions = benchsel.load_dataset("helm_openbookqa")
+    npz = tmp_path / "q.npz"
+    np.savez(npz, scores=questions.values, models=np.array(questions.models))
+    gaps = [evaluate_coresets(data, methods=("stratified-sampling",), trials=1).rows[0].gap
+            for data in (questions, "helm_openbookqa", npz)]
+    assert gaps == pytest.approx([gaps[0]] * 3, abs=1e-12)
+
+
 def test_a_dataframe_with_a_word_in_it_is_refused_by_column_and_row():
     frame = benchsel.load_dataset("helm_lite").to_frame()
     frame = frame.astype(object)

@@ -60,6 +60,7 @@ from ..evaluation.metrics import (
     nogueira_stability,
 )
 from ..matrix import DataWarning, ScoreMatrix
+from ..sources import as_scores
 from ..splits import dated_split, frontier_split, random_split, strength_split
 from .registry import DEFAULT_METHOD, make_method, method_names
 
@@ -258,8 +259,10 @@ def evaluate_coresets(
 
     Parameters
     ----------
-    scores : ScoreMatrix
-        Complete models x questions scores.
+    scores : ScoreMatrix, pandas.DataFrame, path or str
+        Complete models x questions scores, or a file or DataFrame of them
+        that :func:`benchsel.as_scores` reads (an NPZ of one task's models x
+        questions; :func:`benchsel.read_lm_eval` reads sample logs).
     split : {"interpolation", "extrapolation", "frontier", "stratified", "dated"}
     n : int or str
         Questions per coreset, or a percentage of them such as ``"5%"``.
@@ -292,6 +295,7 @@ def evaluate_coresets(
     before : float, optional
         The ``dated`` split's cut: models whose key is below it are sources.
     """
+    scores = as_scores(scores)
     values = np.asarray(scores.values, dtype=float)
     if np.isnan(values).any():
         raise ValueError(f"{scores._where()}question-level evaluation needs complete scores")

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..gaussian import GaussianModel
 from ..matrix import DataWarning, ScoreMatrix
+from ..sources import as_scores
 
 __all__ = ["selection_frequency"]
 
@@ -34,7 +35,7 @@ def selection_frequency(
     """
     if not (isinstance(bootstrap, int | np.integer) and bootstrap >= 1):
         raise ValueError(f"bootstrap must be a positive whole number; got {bootstrap!r}")
-    scores = scores.cleaned()
+    scores = as_scores(scores).cleaned()
     rng = np.random.default_rng(seed)
     counts: dict[str, int] = {}
     done = skipped = 0

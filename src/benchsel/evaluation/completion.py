@@ -41,6 +41,7 @@ from ..prediction.cache import CompletionCache
 from ..prediction.choice import AUTO_MIN_COVERAGE, choose_completer, complete_auto, median_ape
 from ..prediction.completers import COMPLETERS, Completion, complete, interval
 from ..prediction.residuals import calibrate_completion
+from ..sources import as_scores
 from ..splits import completion_masks
 from .metrics import coverage, json_record
 
@@ -164,7 +165,7 @@ def evaluate_completion(
     for m in methods:
         if m not in COMPLETERS:
             raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
-    scores = scores.cleaned()
+    scores = as_scores(scores).cleaned()
     start = time.perf_counter()
     values = scores.values
     if min_observed is None:

@@ -52,6 +52,7 @@ from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_s
 from ..io import model_order_keys
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
+from ..sources import as_scores
 from ..splits import (
     SPLITTERS,
     Fold,
@@ -452,7 +453,7 @@ def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
             raise ValueError(f"objectives must be among {', '.join(OBJECTIVES)}; got {obj!r}")
     if not (isinstance(k_max, int | np.integer) and k_max >= 1):
         raise ValueError(f"k_max must be a positive integer; got {k_max!r}")
-    scores = scores.cleaned()
+    scores = as_scores(scores).cleaned()
     if scores.n_items < 2:
         raise ValueError(
             f"{scores._where()}evaluation needs at least 2 items (one to select, one "
@@ -567,7 +568,10 @@ def cross_validate(
 
     Parameters
     ----------
-    scores : ScoreMatrix
+    scores : ScoreMatrix, pandas.DataFrame, path or str
+        The leaderboard, or anything :func:`benchsel.as_scores` reads (a
+        bundled name, a file, a folder of lm-eval runs); so for every
+        protocol here.
     objectives : tuple of {"mi", "entropy", "random"}
         ``random`` draws a fresh order in every fold.
     k_max : int, default 15
