@@ -101,6 +101,41 @@ def test_every_data_form_gives_the_same_evaluation(tmp_path):
     assert gaps == pytest.approx([gaps[0]] * 3, abs=1e-12)
 
 
+def test_the_model_the_analyses_and_the_report_take_any_data_form(tmp_path):
+    import warnings
+
+    from benchsel.analyses import audit, discover, normality, paired_difference
+    from benchsel.report import build_report
+
+    board = benchsel.load_dataset("helm_lite")
+    frame = board.to_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", benchsel.DataWarning)
+        for data in ("helm_lite", frame):
+            model = benchsel.GaussianModel().fit(data)
+            np.testing.assert_allclose(model.estimate_.covariance,
+                                       benchsel.GaussianModel().fit(board).estimate_.covariance,
+                                       rtol=1e-12)
+            assert audit(data).to_dict()["benchmarks"] == audit(board).to_dict()["benchmarks"]
+            assert discover(data).to_dict()["benchmarks"] == \
+                discover(board).to_dict()["benchmarks"]
+            assert normality(data).to_dict() == normality(board).to_dict()
+
+        def untimed(payload):  # the figures, not how long they took
+            if isinstance(payload, dict):
+                return {k: untimed(v) for k, v in payload.items() if k != "seconds"}
+            return [untimed(v) for v in payload] if isinstance(payload, list) else payload
+
+        assert untimed(build_report("helm_lite", folds=3, k_max=2).payload) == \
+            untimed(build_report(board, folds=3, k_max=2).payload)
+    questions = benchsel.load_dataset("helm_openbookqa")
+    a, b = questions.models[:2]
+    assert paired_difference("helm_openbookqa", a, b).to_dict() == \
+        paired_difference(questions, a, b).to_dict()
+    with pytest.raises(TypeError, match="data must be a ScoreMatrix, a pandas DataFrame"):
+        benchsel.GaussianModel().fit([[1.0, 2.0]])
+
+
 def test_a_dataframe_with_a_word_in_it_is_refused_by_column_and_row():
     frame = benchsel.load_dataset("helm_lite").to_frame()
     frame = frame.astype(object)

@@ -34,6 +34,7 @@ from .._patterns import unique_rows
 from ..evaluation.metrics import json_record
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
+from ..sources import as_scores
 
 __all__ = ["AuditCell", "AuditBenchmark", "AuditResult", "audit", "loo_residuals"]
 
@@ -147,7 +148,7 @@ def audit(scores: ScoreMatrix, *, threshold: float = 5.0, covariance: str = "aut
         if keys.shape != (scores.n_models,):
             raise ValueError(f"order has {keys.size} keys for {scores.n_models} models")
         order = dict(zip(scores.models, keys))
-    scores = scores.cleaned()
+    scores = as_scores(scores).cleaned()
     if order is not None:
         missing = [m for m in scores.models if m not in order]
         if missing:

@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..matrix import ScoreMatrix
+from ..sources import as_scores
 
 __all__ = ["NormalityReport", "normality", "mardia", "shapiro_wilk_bh"]
 
@@ -124,7 +125,7 @@ def mardia(x: np.ndarray) -> dict:
 
 def normality(scores: ScoreMatrix, alpha: float = 0.05) -> NormalityReport:
     """Run both diagnostics on a score matrix."""
-    scores = scores.cleaned()
+    scores = as_scores(scores).cleaned()
     cols, w, p, q, reject = shapiro_wilk_bh(scores.values, alpha)
     complete = ~np.isnan(scores.values).any(axis=1)
     varying = np.ptp(np.nan_to_num(scores.values[complete]), axis=0) > 0 if complete.any() else []

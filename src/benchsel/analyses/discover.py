@@ -42,6 +42,7 @@ from ..evaluation.metrics import json_record
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
+from ..sources import as_scores
 
 __all__ = ["DiscoverRow", "DiscoverResult", "discover", "novelty", "read_correlation"]
 
@@ -212,7 +213,7 @@ def discover(
         values, source = None, ""
         counts = [None] * len(names)
     else:
-        scores = scores.cleaned()
+        scores = as_scores(scores).cleaned()
         r, cols = _correlation(scores.values, covariance)
         names = [scores.items[j] for j in cols]
         values, source = scores.values[:, cols], scores.source or ""

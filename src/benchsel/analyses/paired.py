@@ -19,6 +19,7 @@ import numpy as np
 
 from ..evaluation.metrics import json_record
 from ..matrix import ScoreMatrix
+from ..sources import as_scores
 
 __all__ = ["PairedDifference", "paired_difference"]
 
@@ -85,6 +86,7 @@ def paired_difference(scores: ScoreMatrix, a: str, b: str, *,
 
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level!r}")
+    scores = as_scores(scores)
     rows = []
     for name in (a, b):
         if name not in scores.models:

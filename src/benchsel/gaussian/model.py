@@ -212,18 +212,21 @@ class GaussianModel:
             setattr(self, name, value)
         return self
 
-    def fit(self, scores: ScoreMatrix) -> GaussianModel:
+    def fit(self, scores) -> GaussianModel:
         """Estimate the mean and covariance from a score matrix.
 
-        All-missing rows/columns are dropped with a warning; constant
-        columns (no spread, or fewer than two observed values) cannot be
-        standardized and are left out with a warning naming them.
+        ``scores`` is a :class:`ScoreMatrix` or anything
+        :func:`benchsel.as_scores` reads (a bundled name, a file, a
+        DataFrame, a folder of lm-eval runs). All-missing rows/columns are
+        dropped with a warning; constant columns (no spread, or fewer than
+        two observed values) cannot be standardized and are left out with a
+        warning naming them.
         """
         self._validate_params()
         if not isinstance(scores, ScoreMatrix):
-            raise TypeError(
-                f"fit expects a ScoreMatrix (see benchsel.read_scores); got {type(scores).__name__}"
-            )
+            from ..sources import as_scores  # imported only here: select stays light
+
+            scores = as_scores(scores)
         given_items = scores.items
         scores = scores.cleaned()
         transform = make_transform(self.transform, scores.values)

@@ -21,6 +21,7 @@ from ..gaussian import GaussianModel
 from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
 from ..selection.greedy import describe_certificate
+from ..sources import as_scores
 from . import figures
 
 __all__ = ["Report", "Section", "Table", "build_report"]
@@ -323,8 +324,9 @@ def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: 
 
     Parameters
     ----------
-    scores : ScoreMatrix
-        The leaderboard (models x benchmarks).
+    scores : ScoreMatrix, pandas.DataFrame, path or str
+        The leaderboard (models x benchmarks), or anything
+        :func:`benchsel.as_scores` reads.
     dataset : str
         How the user named it (shown in the page).
     prediction : Prediction, optional
@@ -349,6 +351,7 @@ def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: 
     -------
     Report
     """
+    scores = as_scores(scores)
     start = time.perf_counter()
     b = _Builder(7 if prediction is not None else 6, progress)
     dataset = dataset or "leaderboard"
