@@ -522,7 +522,7 @@ def test_dated_protocol_is_the_frontier_when_the_strongest_came_out_last(tmp_pat
     rank = np.argsort(np.argsort(model_strength(board.values), kind="stable"))
     dates = _release_dates(board, rank)
     cut = str(np.datetime64("2024-01-01") + board.n_models - 5)
-    options = dict(objectives=("mi", "random"), k_max=3)
+    options = dict(objectives=("mi", "random"), k_max=2)
     by_date = dated(board, dates, cut, **options)
     at_frontier = frontier(board, **options)
     assert by_date.protocol == "dated" and by_date.predictor == DEFAULT_PREDICTOR
@@ -535,14 +535,15 @@ def test_dated_protocol_is_the_frontier_when_the_strongest_came_out_last(tmp_pat
     order = tmp_path / "released.csv"
     order.write_text("model,order\n" + "".join(f"{m},{d}\n" for m, d in dates.items()))
     assert main(["evaluate", "helm_lite", "--protocol", "dated", "--order", str(order),
-                 "--before", cut, "--objectives", "mi,random", "--k-max", "3", "--json",
+                 "--before", cut, "--objectives", "mi,random", "--k-max", "2", "--json",
                  "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["protocol"] == "dated" and out["folds"] == 1
     assert [r["r2_mean"] for r in out["results"]] == pytest.approx(
         [r.r2_mean for r in by_date.rows], abs=1e-12)
     assert main(["evaluate", "helm_lite", "--protocol", "dated", "--order", str(order),
-                 "--before", cut, "--objectives", "mi", "--k-max", "1", "--quiet"]) == 0
+                 "--before", cut, "--objectives", "mi", "--k-max", "1", "--predictor",
+                 "gaussian", "--quiet"]) == 0
     assert f"fit on the 25 models before {cut}, predict the 5 from it on" in \
         capsys.readouterr().out
 
