@@ -411,6 +411,8 @@ def test_long_parquet(tmp_path):
         ("costs.csv", "benchmark,cost\na,1.5\nb,2\n"),
         ("costs.csv", "a,1.5\nb,2\n"),
         ("costs.txt", "a, 1.5\n\nb ,2\n"),
+        ("costs.csv", "benchmark,gpu_hours\na,1.5\nb,2\n"),  # a header of one's own
+        ("costs.csv", "Task,USD\na,1.5\nb,2\n"),
     ],
 )
 def test_read_costs_formats(tmp_path, name, text):
@@ -433,6 +435,18 @@ def test_read_costs_rejects_non_positive(tmp_path, name, text, expected):
     path = write(tmp_path, text, name)
     with pytest.raises(ValueError, match=message(path, expected + " is not a positive number")):
         read_costs(path)
+
+
+def test_model_order_headers_name_the_date_column_as_they_like(tmp_path):
+    from benchsel.io import read_model_order
+
+    expected = read_model_order(write(tmp_path, "m1,2024-01-02\nm2,3\n", "plain.csv"))
+    for header in ("model,order", "model,released", "name,release_date", "Model,Date"):
+        path = write(tmp_path, f"{header}\nm1,2024-01-02\nm2,3\n", "order.csv")
+        assert read_model_order(path) == expected
+    # Any other first line is data, and a bad date there is named.
+    with pytest.raises(ValueError, match="line 1: order 'released' for 'id'"):
+        read_model_order(write(tmp_path, "id,released\nm1,3\n", "order.csv"))
 
 
 def test_read_costs_structural_errors(tmp_path):

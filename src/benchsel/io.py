@@ -490,6 +490,9 @@ def _json_object(path: Path, mapping: str) -> dict:
 def _read_mapping(path: Path, what: str, column: str, parse) -> dict:
     """``{name: parse(value)}`` from a JSON object or a two-column CSV ``name,<column>``.
 
+    The CSV's first line is a header when its second field is ``column`` or
+    its first is a word such as ``model`` or ``benchmark`` (:data:`_HEADER_NAMES`).
+
     ``parse(value)`` returns the parsed value, or None when ``value`` is not
     a valid ``what``; the error then names the file, the line and the value.
     """
@@ -501,8 +504,8 @@ def _read_mapping(path: Path, what: str, column: str, parse) -> dict:
     else:
         pairs = []
         for line, r in _csv_lines(path):
-            if not pairs and r[-1].lower() == column:
-                continue  # header line: "<name>,<column>"
+            if not pairs and (r[-1].lower() == column or r[0].lower() in _HEADER_NAMES):
+                continue  # header line: "<name>,<column>", or "model,released" and the like
             if len(r) != 2:
                 raise ValueError(f"{path}: line {line}: expected 'name,{column}'; got {r}")
             pairs.append((r[0], r[1], f"line {line}"))
@@ -517,6 +520,9 @@ def _read_mapping(path: Path, what: str, column: str, parse) -> dict:
         out[name] = parsed
     return out
 
+
+#: First fields that make a mapping file's first line a header whatever its second.
+_HEADER_NAMES = frozenset({"model", "name", "benchmark", "item", "task"})
 
 _FILE = {"cost": "costs", "order": "model order", "question count": "question counts"}
 _EXPECTED = {"cost": "a positive number",
