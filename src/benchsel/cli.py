@@ -122,6 +122,17 @@ def _add_selection(p) -> None:
                    "new model can be run on it) and still predicted")
 
 
+def _add_dated(p: argparse.ArgumentParser) -> None:
+    """The dated split's two flags (evaluate's and coreset-eval's)."""
+    p.add_argument("--order", metavar="FILE",
+                   help="dated split: when each model came out, CSV lines 'model,date' (a "
+                   "header optional) or JSON {model: date}, a date (YYYY-MM-DD) or a number per "
+                   "model")
+    p.add_argument("--before", metavar="DATE",
+                   help="dated split: models before this date (or number) are the sources, "
+                   "the others the targets")
+
+
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("-o", "--output",
@@ -340,12 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "test on the later ones; complete: hide "
                    "cells of models with >= 8 scores and fill them back (matrix completion); "
                    "oracle: best subsets of size <= --k-max by exhaustive search")
-    p.add_argument("--order", metavar="FILE",
-                   help="dated: when each model came out, CSV 'model,order' or JSON "
-                   "{model: order}, a number or a date (YYYY-MM-DD) per model")
-    p.add_argument("--before", metavar="DATE",
-                   help="dated: models before this date (or number) are the sources, the "
-                   "others the targets")
+    _add_dated(p)
     p.add_argument("--folds", type=_positive_int, default=None,
                    help="number of folds (default 10; 3 for the complete protocol)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
@@ -422,12 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 50)")
     p.add_argument("--sources", type=_positive_int,
                    help="stratified split: number of source models (the paper uses 15, 30, 50)")
-    p.add_argument("--order", metavar="FILE",
-                   help="dated split: when each model came out, CSV 'model,order' or JSON "
-                   "{model: order}, a number or a date (YYYY-MM-DD) per model")
-    p.add_argument("--before", metavar="DATE",
-                   help="dated split: models before this date (or number) are sources, the "
-                   "others targets")
+    _add_dated(p)
     p.add_argument("--jobs", type=_positive_int, default=1,
                    help="trials (and lm-eval sample logs) read and run in parallel (default "
                    "1; results do not depend on it)")
