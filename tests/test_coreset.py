@@ -510,6 +510,12 @@ def test_dated_split_trains_on_the_earlier_models_library_and_cli(tmp_path, caps
     scores = ScoreMatrix(x, models, [f"q{j}" for j in range(120)])
     lib = evaluate_coresets(scores, split="dated", n=15, trials=2, order=days, before=30,
                             methods=("stratified-sampling",), calibrate=False)
+    start = np.datetime64("2024-01-01")
+    by_date = evaluate_coresets(scores, split="dated", n=15, trials=2,
+                                order={m: str(start + int(d)) for m, d in zip(models, days)},
+                                before="2024-01-31", methods=("stratified-sampling",),
+                                calibrate=False)  # dates as a user has them: the same split
+    assert by_date.row("stratified-sampling").gap == lib.row("stratified-sampling").gap
     with pytest.raises(ValueError, match="needs order"):
         evaluate_coresets(scores, split="dated", n=15, trials=1)
     with pytest.raises(ValueError, match="only used by the dated split"):

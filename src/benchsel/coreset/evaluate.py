@@ -59,6 +59,7 @@ from ..evaluation.metrics import (
     model_similarity,
     nogueira_stability,
 )
+from ..io import model_order_keys
 from ..matrix import DataWarning, ScoreMatrix
 from ..sources import as_scores
 from ..splits import dated_split, frontier_split, random_split, strength_split
@@ -289,10 +290,10 @@ def evaluate_coresets(
         method and trial); ``interval_coverage`` is then calibrated and
         ``uncalibrated_coverage`` is the method's own (``nan`` for a method
         without an error bar). Fit times include the refits.
-    order : array-like (M,), optional
-        The ``dated`` split's sort key of each model (e.g. release dates as
-        seconds since 1970, :func:`benchsel.io.read_model_order`).
-    before : float, optional
+    order : mapping {model: key} or array-like (M,), optional
+        The ``dated`` split's sort key of each model: a date (YYYY-MM-DD)
+        or a number (:func:`benchsel.io.model_order_keys`).
+    before : number or str, optional
         The ``dated`` split's cut: models whose key is below it are sources.
     """
     scores = as_scores(scores)
@@ -312,7 +313,7 @@ def evaluate_coresets(
     if split == "dated":
         if order is None or before is None:
             raise ValueError("the dated split needs order (one key per model) and before")
-        dated = (np.asarray(order, dtype=float), float(before))
+        dated = model_order_keys(scores.models, order, before)
     elif order is not None or before is not None:
         raise ValueError("order and before are only used by the dated split")
     model_split(values, split, np.random.default_rng(seed), sources, dated)  # validate early
