@@ -136,6 +136,79 @@ def test_the_model_the_analyses_and_the_report_take_any_data_form(tmp_path):
         benchsel.GaussianModel().fit([[1.0, 2.0]])
 
 
+def _cli_json(capsys, *argv):
+    assert main([*argv, "--json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_command_result_has_a_frame_of_what_the_command_prints(capsys):
+    """Notebook users get each CLI table as a DataFrame: ``to_frame()`` of the object the
+    command renders, row for row and figure for figure with its JSON."""
+    import warnings
+
+    from benchsel.analyses import audit, discover, normality, question_budget
+    from benchsel.coreset.evaluate import evaluate_coresets
+    from benchsel.evaluation import evaluate_completion, frontier, oracle_subsets
+
+    def same(values, expected):
+        assert [None if v is None or v != v else v for v in values] == pytest.approx(
+            [None if v is None else v for v in expected], abs=1e-12, nan_ok=True)
+
+    warnings.simplefilter("ignore", benchsel.DataWarning)
+    model = benchsel.GaussianModel().fit("helm_lite")
+    frame = model.select(3).to_frame()
+    out = _cli_json(capsys, "select", "helm_lite", "-k", "3")
+    assert list(frame["item"]) == out["selected"] and list(frame.index) == [1, 2, 3]
+    same(frame["gain"], out["gains"])
+
+    frame = frontier("helm_lite", objectives=("mi",), k_max=2).to_frame()
+    out = _cli_json(capsys, "evaluate", "helm_lite", "--protocol", "frontier", "--k-max", "2",
+                    "--objectives", "mi")
+    assert list(frame.index) == [("mi", 1), ("mi", 2)]
+    same(frame["r2_mean"], [r["r2_mean"] for r in out["results"]])
+    same(frame["interval_coverage"], [r["interval_coverage"] for r in out["results"]])
+
+    frame = evaluate_completion("wildbench", methods=("mean", "ridge")).to_frame()
+    out = _cli_json(capsys, "evaluate", "wildbench", "--protocol", "complete", "--methods",
+                    "mean,ridge")
+    assert list(frame.index) == [r["method"] for r in out["methods"]]
+    same(frame["medape"], [r["medape"] for r in out["methods"]])
+
+    frame = oracle_subsets("helm_lite", k_max=2, folds=3, objectives=("mi",)).to_frame()
+    out = _cli_json(capsys, "evaluate", "helm_lite", "--protocol", "oracle", "--k-max", "2",
+                    "--folds", "3", "--objectives", "mi")
+    same(frame["r2_oracle"], [r["r2_oracle"] for r in out["results"]])
+    same(frame["r2_mi"], [r["r2_mi"] for r in out["results"]])
+
+    frame = discover("helm_lite").to_frame()
+    out = _cli_json(capsys, "discover", "helm_lite")
+    assert list(frame.index) == [r["benchmark"] for r in out["benchmarks"]]
+    same(frame["novelty"], [r["novelty"] for r in out["benchmarks"]])
+
+    result = audit("merged")
+    out = _cli_json(capsys, "audit", "merged")
+    assert list(result.to_frame().index) == [b["benchmark"] for b in out["benchmarks"]]
+    same(result.cells_frame()["z"], [c["z"] for c in out["cells"]])
+
+    frame = normality("helm_lite").to_frame()
+    assert list(frame.index) == normality("helm_lite").items and frame["reject"].dtype == bool
+
+    spec = benchsel.spectrum(model.estimate_.covariance, model.items_).to_frame()
+    out = _cli_json(capsys, "spectrum", "helm_lite")
+    same(spec["eigenvalue"], out["eigenvalues"])
+    same(spec["residual_bound"], out["residual_fraction"])
+
+    frame = question_budget(model, ["GSM8K", "MMLU"], fraction=0.2).to_frame()
+    assert list(frame.index) == ["GSM8K", "MMLU"] and (frame["questions_needed"] > 0).all()
+
+    frame = evaluate_coresets("helm_openbookqa", methods=("stratified-sampling",),
+                              trials=1).to_frame()
+    out = _cli_json(capsys, "coreset-eval", "helm_openbookqa", "--methods",
+                    "stratified-sampling", "--trials", "1")
+    assert list(frame.index) == [r["method"] for r in out["methods"]]
+    same(frame["gap"], [r["gap"] for r in out["methods"]])
+
+
 def test_a_dataframe_with_a_word_in_it_is_refused_by_column_and_row():
     frame = benchsel.load_dataset("helm_lite").to_frame()
     frame = frame.astype(object)

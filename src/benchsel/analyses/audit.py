@@ -78,6 +78,19 @@ class AuditResult:
     benchmarks: list
     n_cells: int
 
+    def to_frame(self):
+        """Per benchmark, as :class:`pandas.DataFrame`: flagged cells, drift, whether it
+        decoupled (:meth:`cells_frame` lists the flagged cells)."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.benchmarks, "benchmark", AuditBenchmark)
+
+    def cells_frame(self):
+        """The flagged cells as a :class:`pandas.DataFrame` indexed by model and benchmark."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.cells, ["model", "benchmark"], AuditCell)
+
     def to_dict(self) -> dict:
         return {"dataset": self.dataset, "threshold": self.threshold, "z_scale": self.scale,
                 "cells_checked": self.n_cells, "cells": [c.to_dict() for c in self.cells],

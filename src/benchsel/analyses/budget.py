@@ -67,6 +67,12 @@ class BudgetResult:
     rows: list
     rest_variance: float | None
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per benchmark."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.rows, "benchmark", BudgetRow)
+
     def to_dict(self) -> dict:
         return {"fraction": self.fraction, "total": self.total,
                 "rest_variance": self.rest_variance,

@@ -48,6 +48,14 @@ class NormalityReport:
     mardia: dict | None
     mardia_note: str
 
+    def to_frame(self):
+        """Shapiro-Wilk per item as a :class:`pandas.DataFrame` (Mardia's tests: :attr:`mardia`)."""
+        import pandas as pd
+
+        return pd.DataFrame({"w": self.w, "p": self.p, "p_adjusted": self.p_adjusted,
+                             "reject": self.reject},
+                            index=pd.Index(list(self.items), name="benchmark"))
+
     def to_dict(self) -> dict:
         return {
             "alpha": self.alpha,

@@ -86,6 +86,12 @@ class DiscoverResult:
     def row(self, benchmark: str) -> DiscoverRow:
         return next(r for r in self.rows if r.benchmark == benchmark)
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per benchmark."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.rows, "benchmark", DiscoverRow)
+
     def to_dict(self) -> dict:
         return {
             "dataset": self.dataset,

@@ -45,6 +45,19 @@ class Spectrum:
     greedy_items: list
     k_for: dict
 
+    def to_frame(self):
+        """Per ``k = 1..N`` as a :class:`pandas.DataFrame`: the k-th eigenvalue, the bound
+        on any k items' residual variance, greedy entropy's residual and its k-th item."""
+        import pandas as pd
+
+        n = len(self.eigenvalues)
+        items = list(self.greedy_items) + [None] * (n - len(self.greedy_items))
+        return pd.DataFrame({"eigenvalue": self.eigenvalues,
+                             "residual_bound": self.residual_fraction,
+                             "greedy_residual": self.greedy_residual,
+                             "greedy_item": items[:n]},
+                            index=pd.RangeIndex(1, n + 1, name="k"))
+
     def to_dict(self) -> dict:
         return {
             "eigenvalues": [float(v) for v in self.eigenvalues],

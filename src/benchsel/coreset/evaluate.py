@@ -114,6 +114,12 @@ class CoresetResult:
     def row(self, method: str) -> CoresetRow:
         return next(r for r in self.rows if r.method == method)
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per method."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.rows, "method", CoresetRow)
+
     def to_dict(self) -> dict:
         out = {
             "split": self.split,

@@ -77,6 +77,13 @@ class CompletionResult:
     def row(self, method: str) -> CompletionRow:
         return next(r for r in self.rows if r.method == method)
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per
+        completion method."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.rows, "method", CompletionRow)
+
     def to_dict(self) -> dict:
         return {
             "protocol": "complete",

@@ -138,6 +138,13 @@ class CVResult:
                 return r
         raise KeyError((objective, k))
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per
+        objective and subset size."""
+        from .._frames import rows_frame
+
+        return rows_frame(self.rows, ["objective", "k"], CVRow)
+
     def to_dict(self) -> dict:
         return {
             "protocol": self.protocol,

@@ -55,6 +55,17 @@ class OracleResult:
     seconds: float
     rows: list
 
+    def to_frame(self):
+        """The table the command prints as a :class:`pandas.DataFrame`: one row per subset size
+        (greedy's R² per objective in the columns ``r2_<objective>``)."""
+        from .._frames import rows_frame
+
+        frame = rows_frame(self.rows, "k", OracleRow)
+        greedy = frame.pop("r2_greedy")
+        for objective in (greedy.iloc[0] if len(frame) else {}):
+            frame[f"r2_{objective}"] = [by[objective] for by in greedy]
+        return frame
+
     def to_dict(self) -> dict:
         return {
             "protocol": "oracle",

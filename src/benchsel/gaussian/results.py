@@ -49,6 +49,15 @@ class Selection:
     certificate: dict | None = None
     aggregates: dict = field(default_factory=dict)
 
+    def to_frame(self):
+        """The selection in order as a :class:`pandas.DataFrame`: each item, its gain and
+        the residual variance left once it is run (index: its rank, from 1)."""
+        import pandas as pd
+
+        return pd.DataFrame({"item": list(self.items), "gain": np.asarray(self.gains),
+                             "residual_variance": np.asarray(self.residual_variance)},
+                            index=pd.RangeIndex(1, len(self.items) + 1, name="rank"))
+
     def to_dict(self) -> dict:
         out = {
             "selected": list(self.items),
