@@ -141,7 +141,7 @@ def _cli_json(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
-def test_every_command_result_has_a_frame_of_what_the_command_prints(capsys):
+def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, capsys):
     """Notebook users get each CLI table as a DataFrame: ``to_frame()`` of the object the
     command renders, row for row and figure for figure with its JSON."""
     import warnings
@@ -200,6 +200,14 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(capsys):
 
     frame = question_budget(model, ["GSM8K", "MMLU"], fraction=0.2).to_frame()
     assert list(frame.index) == ["GSM8K", "MMLU"] and (frame["questions_needed"] > 0).all()
+
+    plan = benchsel.plan_benchmarks("helm_lite", k=3)
+    frame = plan.to_frame()
+    assert list(frame.index) == plan.run_in_full and set(frame["what"]) == {"in full"}
+    out = _cli_json(capsys, "plan", "helm_lite", "-k", "3", "-o", str(tmp_path / "p.json"))
+    same(frame["gain"], out["selection"]["gains"])
+    frame = benchsel.plan_questions("helm_openbookqa", n=20).to_frame()
+    assert frame.loc["helm_openbookqa", ["questions", "of"]].tolist() == [20, 500]
 
     frame = evaluate_coresets("helm_openbookqa", methods=("stratified-sampling",),
                               trials=1).to_frame()

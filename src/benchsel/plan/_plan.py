@@ -78,6 +78,33 @@ class Plan:
         """``{task: sorted doc ids}``: lm-eval's ``--samples`` for a question-level plan."""
         return {task: sorted(part.selected) for task, part in self.tasks.items()}
 
+    def to_frame(self):
+        """What the plan asks to run as a :class:`pandas.DataFrame`, one row per thing to run.
+
+        Benchmarks to run in full come first, in selection order, with their
+        ``gain`` and the ``residual_variance`` left once they are run; then
+        each task to sample, with the ``questions`` to run ``of`` how many, its
+        ``source_models`` and ``method``. Index ``run``: the benchmark or task.
+        """
+        import pandas as pd
+
+        columns = ["what", "gain", "residual_variance", "questions", "of", "source_models",
+                   "method"]
+        rows, index = [], []
+        if self.benchmarks is not None:
+            sel, full = self.benchmarks.selection, set(self.run_in_full)
+            for name, gain, rest in zip(sel["selected"], sel["gains"],
+                                        sel["residual_variance"]):
+                if name in full:
+                    index.append(name)
+                    rows.append(["in full", float(gain), float(rest), None, None,
+                                 self.benchmarks.source.n_models, None])
+        for task, part in self.tasks.items():
+            index.append(task)
+            rows.append(["questions", None, None, part.n, len(part.doc_ids),
+                         part.source.n_models, part.method])
+        return pd.DataFrame(rows, columns=columns, index=pd.Index(index, name="run"))
+
     def summary(self) -> dict:
         """What the plan asks to run, as JSON (no arrays)."""
         out = {"level": self.level, "benchsel_version": self.benchsel_version,
