@@ -201,6 +201,15 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, c
     frame = question_budget(model, ["GSM8K", "MMLU"], fraction=0.2).to_frame()
     assert list(frame.index) == ["GSM8K", "MMLU"] and (frame["questions_needed"] > 0).all()
 
+    from benchsel.gaussian.compare import compare_models
+
+    comparison = compare_models(model, {"GSM8K": 0.5, "MMLU": 0.6}, {"GSM8K": 0.7, "MMLU": 0.6})
+    frame = comparison.to_frame()
+    listed = comparison.to_dict()["differences"]
+    assert list(frame.index) == [d["benchmark"] for d in listed]
+    same(frame["difference"], [d["difference"] for d in listed])
+    same(frame["p_b_better"], [d["p_b_better"] for d in listed])
+
     plan = benchsel.plan_benchmarks("helm_lite", k=3)
     frame = plan.to_frame()
     assert list(frame.index) == plan.run_in_full and set(frame["what"]) == {"in full"}

@@ -53,6 +53,16 @@ class Comparison:
     std_b: np.ndarray = None
     noise_known: np.ndarray = None
 
+    def to_frame(self):
+        """Per benchmark as a :class:`pandas.DataFrame`: ``B - A`` with its std, interval and
+        ``P(B > A)``, and whether both models were run on it (``observed``)."""
+        import pandas as pd
+
+        return pd.DataFrame({"difference": self.difference, "std": self.std, "low": self.low,
+                             "high": self.high, "p_b_better": self.p_b_better,
+                             "observed": np.asarray(self.observed, dtype=bool)},
+                            index=pd.Index(list(self.items), name="benchmark"))
+
     def to_dict(self) -> dict:
         """JSON-ready; ``null`` where a difference has no known error bar."""
         def number(v) -> float | None:
