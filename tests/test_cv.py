@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchsel import ScoreMatrix, load_dataset
+from benchsel import DataWarning, ScoreMatrix, load_dataset
 from benchsel.cli import main
 from benchsel.evaluation import (
     cross_validate,
@@ -561,6 +561,15 @@ def test_dated_protocol_says_what_is_wrong_with_its_dates(tmp_path, capsys):
         dated(board, days, "June")
     with pytest.raises(ValueError, match="leaves 30 model"):
         dated(board, days, 100)
+    # An array follows the models as given, also when a row without scores is dropped.
+    values = board.values.copy()
+    values[4] = np.nan
+    holey = ScoreMatrix(values, board.models, board.items)
+    with pytest.warns(DataWarning, match="dropping 1 model"):
+        res = dated(holey, days, 25, objectives=("mi",), k_max=1, predictor="gaussian")
+    assert res.rows[0].r2_mean == pytest.approx(dated(
+        holey.subset(models=np.flatnonzero(days != 4)), np.delete(days, 4), 25,
+        objectives=("mi",), k_max=1, predictor="gaussian").rows[0].r2_mean, abs=1e-12)
     # An array of numbers in the models' order works as well as a mapping of dates.
     assert dated(board, days, 25, objectives=("mi",), k_max=1, predictor="gaussian"
                  ).rows[0].r2_mean == pytest.approx(

@@ -733,14 +733,18 @@ def dated(
     ----------
     order : mapping {model: key} or array-like (M,)
         When each model came out: a number or an ISO date per model (an
-        array in the models' order; :func:`benchsel.io.model_order_keys`).
+        array in the order of the models of ``scores`` as given, before
+        all-missing rows are dropped; :func:`benchsel.io.model_order_keys`).
     before : number or str
         The cut: models with a key below it are the sources.
 
     The other arguments are as in :func:`cross_validate`.
     """
-    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
-    split = dated_split(*model_order_keys(scores.models, order, before))
+    given = as_scores(scores)
+    keys, cut = model_order_keys(given.models, order, before)  # before a row is dropped
+    by_model = dict(zip(given.models, keys))
+    scores = _check_common(given, objectives, k_max, scoring, predictor, transform)
+    split = dated_split(np.array([by_model[m] for m in scores.models]), cut)
     return _evaluate(scores, [split], "dated", split.validation.size / scores.n_models,
                      objectives, k_max, covariance, ridge, clip, level, seed, 1,
                      transform=transform, scoring=scoring, calibrate=calibrate,
