@@ -488,7 +488,7 @@ class GaussianModel:
 
     # ``auto`` compares and calibrates methods by hundreds of factorizations of
     # matrices of a few hundred rows: with BLAS threads on two cores its first
-    # prediction on MTEB took 10 s, with one 6.4 s (the same output;
+    # prediction on MTEB took 10 s, with one 5.4-6.2 s (the same output;
     # docs/experiments/scaling.md). Both entry points of its decisions pin them.
     @one_blas_thread()
     def predict(self, observed, *, level: float = 0.9, method: str | None = None,
