@@ -117,7 +117,12 @@ def test_cli_discover_json_on_a_bundled_board(capsys):
 
 def test_cli_discover_unknown_new_benchmark_is_an_error(capsys):
     assert main(["discover", "helm_lite", "--new", "Nope"]) != 0
-    assert "Nope" in capsys.readouterr().err
+    assert "--new names unknown benchmark(s) ['Nope']" in capsys.readouterr().err
+    # The library names its parameter, not the flag.
+    from benchsel.analyses import discover
+
+    with pytest.raises(ValueError, match=r"^new names unknown benchmark\(s\) \['Nope'\]"):
+        discover("helm_lite", new=["Nope"])
 
 
 def test_discover_runs_on_a_sparse_board():

@@ -326,11 +326,19 @@ def test_hand_edited_plans_name_the_file(tmp_path):
         assert str(info.value).startswith(str(bad))
 
 
-def test_total_budget_needs_enough_source_models():
+def test_total_budget_needs_enough_source_models(tmp_path, capsys):
+    from benchsel.cli import main
+
     few = _task("gsm", "helm_gsm8k.npz", slice(0, 4))
-    with pytest.raises(ValueError, match="--total .* needs at least 5; task\\(s\\) 'gsm'"):
+    # The library names its parameter; the command line tells it as the flag.
+    with pytest.raises(ValueError, match="^total .* needs at least 5; task\\(s\\) 'gsm'"):
         plan_questions({"gsm": few}, total=20)
     assert plan_questions({"gsm": few}, n=20).tasks["gsm"].n == 20
+    path = tmp_path / "gsm.npz"
+    np.savez(path, scores=few.values, models=np.array(few.models))
+    assert main(["plan", str(path), "--kind", "questions", "--total", "20", "-o",
+                 str(tmp_path / "p.json")]) == 1
+    assert "error: --total measures each task's error" in capsys.readouterr().err
 
 
 def test_cli_csv_question_columns_are_doc_ids(tmp_path, capsys):

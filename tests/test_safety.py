@@ -73,7 +73,7 @@ def test_a_budget_below_every_cost_warns(tmp_path, capsys):
     costs.write_text("benchmark,cost\n" + "".join(f"{name},100\n" for name in items))
     code, out, err = run(capsys, "select", "helm_lite", "--costs", costs, "--budget", 10)
     assert code == 0
-    assert "nothing selected" in err and "raise --budget to at least 100" in err
+    assert "nothing selected" in err and "raise the budget to at least 100" in err
 
 
 def test_a_long_file_read_as_wide_suggests_the_long_format(tmp_path, capsys):

@@ -228,7 +228,7 @@ def discover(
         raise ValueError(f"discover needs at least 2 benchmarks; got {len(names)}")
     unknown = [n for n in new if n not in names]
     if unknown:
-        raise ValueError(f"--new names unknown benchmark(s) {unknown}; benchmarks: "
+        raise ValueError(f"new names unknown benchmark(s) {unknown}; benchmarks: "
                          f"{', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
     nov = novelty(r)
     info = -0.5 * np.log(np.maximum(nov, _FLOOR))

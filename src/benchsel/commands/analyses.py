@@ -8,7 +8,7 @@ import numpy as np
 from ..io import read_model_order, read_question_counts
 from ..observations import as_items
 from ..progress import Progress
-from ._args import UsageError, _fit, _item_names, _load, _names
+from ._args import UsageError, _as_flags, _fit, _item_names, _load, _names
 from ._render import _emit, _table
 
 
@@ -57,11 +57,14 @@ def cmd_discover(args) -> int:
         if args.correlation:
             if args.covariance != "auto":
                 raise UsageError("--covariance needs scores, not a correlation matrix")
-            result = discover(correlation=read_correlation(args.data), new=new,
-                              bootstrap=args.bootstrap, seed=args.seed)
+            with _as_flags(new="--new"):
+                result = discover(correlation=read_correlation(args.data), new=new,
+                                  bootstrap=args.bootstrap, seed=args.seed)
         else:
-            result = discover(_load(args), new=new, bootstrap=args.bootstrap,
-                              covariance=args.covariance, seed=args.seed, progress=progress)
+            data = _load(args)
+            with _as_flags(new="--new"):
+                result = discover(data, new=new, bootstrap=args.bootstrap,
+                                  covariance=args.covariance, seed=args.seed, progress=progress)
     finally:
         progress.close()
     payload = result.to_dict()

@@ -14,6 +14,7 @@ from ..selection.greedy import describe_certificate
 from ..sources import TaskSources, as_scores, is_lm_eval_data, task_sources
 from ._args import (
     UsageError,
+    _as_flags,
     _costs,
     _fit,
     _inputs,
@@ -156,7 +157,8 @@ def cmd_plan(args) -> int:
                          total=args.total, method=args.method, seed=args.seed,
                          metric=sources.metrics, filter=sources.filters, command=command)
         if args.kind == "questions":
-            plan = plan_questions(sources.scores, **questions)
+            with _as_flags(total="--total"):
+                plan = plan_questions(sources.scores, **questions)
         else:
             board = as_scores(args.data,
                               metric=parse_per_task(args.lm_eval_metric, "--lm-eval-metric"),
@@ -164,13 +166,15 @@ def cmd_plan(args) -> int:
             costs = _costs(args, board.items)
             columns = {t: f"{t}/{sources.metrics[t]},{sources.filters[t]}"
                        for t in sources.scores}
-            plan = plan_mixed(
-                board, sources.scores, columns, args.k, objective=args.objective,
-                include=_item_names(args.include, board.items),
-                exclude=_item_names(args.exclude, board.items), costs=costs, budget=args.budget,
-                target_residual=args.target_residual, keep_aggregates=args.keep_aggregates,
-                covariance=args.covariance, transform=args.transform, bounds=args.bounds,
-                calibration=args.calibration, **questions)
+            include = _item_names(args.include, board.items)
+            exclude = _item_names(args.exclude, board.items)
+            with _as_flags(total="--total"):
+                plan = plan_mixed(
+                    board, sources.scores, columns, args.k, objective=args.objective,
+                    include=include, exclude=exclude, costs=costs, budget=args.budget,
+                    target_residual=args.target_residual, keep_aggregates=args.keep_aggregates,
+                    covariance=args.covariance, transform=args.transform, bounds=args.bounds,
+                    calibration=args.calibration, **questions)
     plan.save(args.output, protect=_inputs(args))
     summary = plan.summary()
     summary["plan"] = str(args.output)

@@ -412,8 +412,8 @@ class GaussianModel:
             cheapest = float(np.min(cost_array[allowed])) if allowed.size else float("nan")
             warnings.warn(
                 f"nothing selected: the budget {budget:g} is below the cost of every "
-                f"selectable benchmark (the cheapest costs {cheapest:g}); raise --budget to at "
-                f"least {cheapest:g}", DataWarning, stacklevel=2)
+                f"selectable benchmark (the cheapest costs {cheapest:g}); raise the budget to "
+                f"at least {cheapest:g}", DataWarning, stacklevel=2)
         if objective == "mi" and np.any(result.gains <= 0):
             first = int(np.flatnonzero(result.gains <= 0)[0]) + 1
             warnings.warn(

@@ -183,9 +183,9 @@ def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
         small = [t for t, s in tasks.items() if s.n_models < _MIN_MODELS_FOR_TOTAL]
         if small:
             raise ValueError(
-                f"--total measures each task's error on held-out source models and needs at "
+                f"total measures each task's error on held-out source models and needs at "
                 f"least {_MIN_MODELS_FOR_TOTAL}; task(s) {_short_list(small)} have fewer "
-                "(give -n per task instead)")
+                "(give a number of questions per task instead)")
 
         def fit_predict(train, test, size, rng):
             fitted = _fit_method(name, train, size, rng)
