@@ -752,7 +752,7 @@ def read_sample_scores(
         if len(available) > 1:
             raise ValueError(
                 f"{path}: the log has several filters {available}; choose one with "
-                "--lm-eval-filter"
+                "filter= (--lm-eval-filter on the command line)"
             )
         chosen = available[0] if available else "none"
     elif chosen not in available:

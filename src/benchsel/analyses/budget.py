@@ -176,7 +176,7 @@ def question_budget(model, selected, *, fraction: float = 0.1, questions=None,
                       if unit is None else
                       "its name says it is not a mean over questions (a correlation, "
                       "clustering or rating score): no question count gives its noise "
-                      "(--per-question to budget it anyway)")
+                      "(per_question=, --per-question, to budget it anyway)")
             if not np.isfinite(cond):
                 reason += (f"; its conditional variance ({cond_z:.3g} x {scale[j]:.3g}^2) is "
                            "beyond float64's range")
