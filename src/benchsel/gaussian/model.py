@@ -762,8 +762,12 @@ class GaussianModel:
         if self._auto_memo is None:
             # Imported here: selecting never needs the completion methods' imports.
             from ..prediction.memo import AutoMemo
+            from ..prediction.shipped import shipped_fits
 
             self._auto_memo = AutoMemo()
+            shipped = shipped_fits(self.scores_)  # a bundled board's fits, made once
+            if shipped is not None:
+                self._auto_memo.fits = shipped
         return self._auto_memo
 
     @auto_memo.setter

@@ -144,7 +144,8 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
     from ..prediction.completers import Completion, complete_new_rows
 
     level = float(level)
-    res = complete_new_rows(model.scores_.values, x, method, cache=cache)
+    res = complete_new_rows(model.scores_.values, x, method, cache=cache,
+                            fits=model.auto_memo.fits)
     calibration = calibrate_completion(model, x, method, level, cache)
     factor = np.array([c["multiplier"] for c in calibration])
     own_std = res.std
@@ -197,8 +198,9 @@ def calibrate_completion(model, x: np.ndarray, method: str, level: float,
     train = model.scores_.values
 
     def calibrate(pattern):
-        residuals = model.auto_memo.residuals(method, pattern, lambda: completion_residuals(
-            train, method, given=pattern, cache=cache))
+        memo = model.auto_memo
+        residuals = memo.residuals(method, pattern, lambda: completion_residuals(
+            train, method, given=pattern, cache=cache, fits=memo.fits))
         return fit_calibration(*residuals, level=level)
 
     raw = model.range_.standardizer

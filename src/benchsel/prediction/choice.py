@@ -16,7 +16,8 @@ import numpy as np
 from ..progress import report as _report
 from .cache import CompletionCache
 from .completers import COMPLETERS, Completion
-from .holdout import _auto_masks, _extreme_masks, near_reach
+from .fits import INDUCTIVE, FitStore, held_out_completion
+from .holdout import _auto_masks, choice_folds, near_reach
 
 __all__ = [
     "AUTO_CANDIDATES",
@@ -107,6 +108,7 @@ class MethodChoice:
 def choose_completer(
     values: np.ndarray, *, methods=None, given=None, folds: int = 3, hide: float = 0.5,
     seed=0, cache: CompletionCache | None = None, split: str = "random",
+    fits: FitStore | None = None,
 ) -> MethodChoice:
     """Cross-validate completion methods on ``values`` and rank them.
 
@@ -115,6 +117,18 @@ def choose_completer(
     only its given cells, as the new model has; otherwise a fraction
     ``hide`` of its cells, as in the ``complete`` protocol. Every method sees
     the same folds.
+
+    With ``given``, which models a fold holds out does not depend on it
+    (:func:`~benchsel.prediction.holdout.choice_folds`), and the
+    Gaussian-based and low-rank methods
+    (:data:`~benchsel.prediction.fits.INDUCTIVE`) are fitted on the models
+    the fold keeps and predict the held-out ones from their given scores, as
+    ``predict`` meets a new model (:func:`complete_new_rows`: one fit on the
+    sources, the new row conditioned on or folded in). Those fits, most of
+    the choice's time, then depend on the board alone, and ``fits`` keeps
+    them for every other set of given benchmarks. (Fitted on every row
+    instead, as before, the held-out models' given scores took part in the
+    fit: a third of the models, where a new model is one row.)
 
     ``split="strength"`` (with ``given``) holds out the strongest 30% of the
     models, predicted from the other 70%, and then the weakest 30%: the
@@ -145,6 +159,8 @@ def choose_completer(
         Shared with the calls that calibrate and complete with the winner,
         so that what they repeat is computed once.
     split : {"random", "near", "strength"}, default "random"
+    fits : FitStore, optional
+        The fits made before on this board, where new ones are kept too.
 
     Returns
     -------
@@ -157,29 +173,33 @@ def choose_completer(
     for m in methods:
         if m not in COMPLETERS:
             raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
-    if split in ("near", "strength"):
-        if given is None:
-            raise ValueError(f"split={split!r} needs the given items")
-        masks = _extreme_masks(values, np.asarray(given, bool), near=split == "near")
-    elif split == "random":
-        masks = _auto_masks(~np.isnan(values), given, folds, hide, seed)
-    else:
+    if split not in ("random", "near", "strength"):
         raise ValueError(f"split must be 'random', 'near' or 'strength'; got {split!r}")
-    masks = [mask for mask in masks if mask.any()]
-    if not masks:
+    if split != "random" and given is None:
+        raise ValueError(f"split={split!r} needs the given items")
+    if given is None:
+        parts = [(None, mask) for mask in _auto_masks(~np.isnan(values), folds, hide, seed)]
+    else:
+        parts = choice_folds(values, np.asarray(given, dtype=bool), split, folds, seed)
+    parts = [(held, mask) for held, mask in parts if mask.any()]
+    if not parts:
         return MethodChoice("gaussian", ("mean",), {}, {}, 0, split)
-    true = np.concatenate([values[mask] for mask in masks])
+    true = np.concatenate([values[mask] for _, mask in parts])
     pred = {m: [] for m in methods}
     cache = cache or CompletionCache()
+    fits = FitStore() if fits is None else fits
     stage = {"random": "choosing the predictor",
              "near": "choosing the predictor just beyond the sources' range",
              "strength": "choosing the predictor far beyond the sources' range"}[split]
-    total, done = len(masks) * len(methods), 0
-    for mask in masks:
+    total, done = len(parts) * len(methods), 0
+    for held, mask in parts:
         held_out = np.where(mask, np.nan, values)
         for m in methods:
             _report(stage, done, total)
-            pred[m].append(cache.get(held_out, m).mean[mask])
+            if held is not None and m in INDUCTIVE:
+                pred[m].append(held_out_completion(values, held, mask, m, fits, cache).mean[mask])
+            else:
+                pred[m].append(cache.get(held_out, m).mean[mask])
             done += 1
     _report(stage, total, total)
     medape, coverage = {}, {}
@@ -223,7 +243,8 @@ def choose_for_new_models(
     def choose(split: str) -> MethodChoice:
         if split not in made:
             def run():
-                return choose_completer(values, given=given, cache=cache, split=split)
+                return choose_completer(values, given=given, cache=cache, split=split,
+                                        fits=None if memo is None else memo.fits)
             made[split] = run() if memo is None else memo.choice(given, split, run)
         return made[split]
 

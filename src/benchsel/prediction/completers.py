@@ -44,6 +44,7 @@ from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import Standardizer, column_moments
 from . import gp
+from .fits import INDUCTIVE, FitStore, GaussianFit, fitted_completion
 
 if TYPE_CHECKING:
     from .cache import CompletionCache
@@ -158,43 +159,6 @@ def _gp_rows(values: np.ndarray) -> np.ndarray:
     return (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
 
 
-class _GPBase:
-    """The Gaussian under ``gp``'s process, fitted on its source rows.
-
-    Standardized on the source rows; ``cols`` are the columns that are not
-    constant there (the others are predicted by their mean, see
-    :meth:`predict`).
-    """
-
-    def __init__(self, source_values: np.ndarray):
-        self.std = fit_standardizer(source_values, "auto")
-        self.cols = np.flatnonzero(~self.std.constant)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            self.est = estimate_covariance(self.z(source_values), "auto")
-
-    def z(self, values: np.ndarray) -> np.ndarray:
-        return self.std.transform(values[:, self.cols], self.cols)
-
-    def predict(self, values: np.ndarray, rows: np.ndarray) -> Completion:
-        """``gp``'s prediction for ``rows`` of ``values`` (shape ``(len(rows), N)``).
-
-        The process trains on every row of ``values`` that has a predicted
-        row's scores and more. A column constant on the source rows gets
-        its mean and spread over the rows of ``values`` that have it
-        (:func:`complete_mean`).
-        """
-        fallback = complete_mean(values)
-        mean, spread = fallback.mean[rows], fallback.std[rows]
-        mu, sd = gp.residual_process(self.z(values), self.est.mean, self.est.covariance, rows)
-        cols = self.cols
-        hit = ~np.isnan(mu)  # NaN exactly on the observed cells
-        mean[:, cols] = np.where(hit, self.std.inverse(np.where(hit, mu, 0.0), cols),
-                                 mean[:, cols])
-        spread[:, cols] = np.where(hit, sd * self.std.scale[cols], spread[:, cols])
-        return Completion(mean, spread)
-
-
 def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Completion:
     """``gaussian``, but rows with at most ``MAX_INPUTS`` scores by :mod:`benchsel.prediction.gp`.
 
@@ -210,7 +174,7 @@ def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Compl
     if not todo.any() or (~todo).sum() < gp.MIN_ROWS:
         return done
     rows = np.flatnonzero(todo)
-    res = _GPBase(values[~todo]).predict(values, rows)
+    res = GaussianFit(values[~todo], "auto").residual_process(values, rows)
     mean, spread = done.mean.copy(), done.std.copy()
     mean[rows], spread[rows] = res.mean, res.std
     return Completion(mean, spread)
@@ -231,7 +195,23 @@ def complete_svd(
     square of its observed cells' reconstruction residuals.
     """
     lat = _Latent(values)
-    z = lat.z
+    recon, rmse = soft_impute(lat.z, rank, shrink, max_iter, tol)
+    z_std = np.broadcast_to(rmse, recon.shape)
+    mean, std = lat.back(recon), lat.back_std(recon, z_std)
+    # A column nobody observed has no prediction (the reconstruction is 0 there).
+    empty = np.isnan(values).all(axis=0)
+    mean[:, empty] = np.nan
+    std[:, empty] = np.nan
+    return _finish(values, mean, std)
+
+
+def soft_impute(z: np.ndarray, rank: int = 2, shrink: float = 0.0, max_iter: int = 500,
+                tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`complete_svd`'s iteration on latent scores ``z`` (NaN = missing).
+
+    Returns the rank-``rank`` reconstruction and, per column, the root mean
+    square of its observed cells' residuals (NaN for a column with none).
+    """
     observed = ~np.isnan(z)
     filled = np.where(observed, z, 0.0)
     recon = filled
@@ -247,13 +227,7 @@ def complete_svd(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         rmse = np.sqrt(np.nanmean(resid**2, axis=0))
-    z_std = np.broadcast_to(rmse, z.shape)
-    mean, std = lat.back(recon), lat.back_std(recon, z_std)
-    # A column nobody observed has no prediction (the reconstruction is 0 there).
-    empty = ~observed.any(axis=0)
-    mean[:, empty] = np.nan
-    std[:, empty] = np.nan
-    return _finish(values, mean, std)
+    return recon, rmse
 
 
 class _TopSubspace:
@@ -423,19 +397,27 @@ def complete(
 
 def complete_new_rows(
     train: np.ndarray, new: np.ndarray, method: str, *, cache: CompletionCache | None = None,
+    fits: FitStore | None = None,
 ) -> Completion:
     """Predict the missing cells of ``new`` rows from the ``train`` rows.
 
-    Inductive: each new row is predicted by completing ``train`` stacked on
-    that row alone, so what one new model gets does not depend on which
-    other new models came with it. Stacked together, new models took part
-    in each other's fit: under the extrapolation protocol (30% of the rows
-    new, all strong) they lifted each other's predictions on MTEB and
-    dragged them on HELM Lite (docs/experiments/reproduction.md). ``gp`` predicts a
-    row with at most :data:`~benchsel.prediction.gp.MAX_INPUTS` scores from
-    rows with more scores only, so such rows are completed in one stack per
-    pattern of observed items, on one Gaussian fitted on ``train``'s rows
-    with more scores (what :func:`complete_gp` fits for every such stack).
+    Inductive: what one new model gets does not depend on which other new
+    models came with it. Stacked together, new models took part in each
+    other's fit: under the extrapolation protocol (30% of the rows new, all
+    strong) they lifted each other's predictions on MTEB and dragged them on
+    HELM Lite (docs/experiments/reproduction.md). The Gaussian-based and
+    low-rank methods (:data:`~benchsel.prediction.fits.INDUCTIVE`) are fitted
+    on ``train`` once (kept in ``fits``) and each new row is conditioned on
+    that Gaussian or folded into that low-rank model
+    (:func:`~benchsel.prediction.fits.fitted_completion`), as
+    :class:`~benchsel.gaussian.GaussianModel` does and as ``auto``'s choice
+    scored them (``ridge``, half of ``svd+ridge``, regresses on ``train``
+    stacked on the row); ``gp`` then corrects a row with at most
+    :data:`~benchsel.prediction.gp.MAX_INPUTS` scores by its residual
+    process, fitted on ``train``'s rows with more scores, one stack per
+    pattern of observed items (rows of one pattern cannot train each
+    other's process). The other methods complete ``train`` stacked on each
+    new row alone.
 
     A row with no score at all gets, whatever the method, the mean of the
     ``train`` models that have each score and their spread
@@ -459,21 +441,26 @@ def complete_new_rows(
         prior = complete_mean(np.vstack([train, np.full((1, train.shape[1]), np.nan)]))
         mean[blank], std[blank] = prior.mean[-1], prior.std[-1]
     rows = np.flatnonzero(~blank)
-    if method == "gp" and rows.size and np.all(_gp_rows(new[rows])):
-        # Rows of one pattern cannot train each other's process: one stack
-        # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
-        patterns, inverse = unique_rows(~np.isnan(new[rows]))
-        source = train[~_gp_rows(train)]
-        base = _GPBase(source) if len(source) >= gp.MIN_ROWS else None
-        for g in range(len(patterns)):
-            members = rows[inverse == g]
-            stack = np.vstack([train, new[members]])
-            if base is None:  # the Gaussian stands
-                res = complete(stack, method, cache=cache)
-                res = Completion(res.mean[len(train):], res.std[len(train):])
-            else:
-                res = base.predict(stack, np.arange(len(train), len(stack)))
-            mean[members], std[members] = res.mean, res.std
+    if method in INDUCTIVE and rows.size:
+        fits = FitStore() if fits is None else fits
+        part = fitted_completion(train, new[rows], method, fits)
+        mean[rows], std[rows] = part.mean, part.std
+        if method == "svd+ridge":
+            part = _blend(part, complete_new_rows(train, new[rows], "ridge"))
+            mean[rows], std[rows] = part.mean, part.std
+        elif method == "gp":
+            # Rows of one pattern cannot train each other's process: one stack
+            # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
+            todo = rows[_gp_rows(new[rows])]
+            source = train[~_gp_rows(train)]
+            if todo.size and len(source) >= gp.MIN_ROWS:  # else the Gaussian stands
+                base = fits.get(source, "auto")
+                patterns, inverse = unique_rows(~np.isnan(new[todo]))
+                for g in range(len(patterns)):
+                    members = todo[inverse == g]
+                    stack = np.vstack([train, new[members]])
+                    part = base.residual_process(stack, np.arange(len(train), len(stack)))
+                    mean[members], std[members] = part.mean, part.std
         return Completion(mean, std)
     # One completion per row, not kept: a file of many new models would
     # fill the cache with copies of the training matrix.

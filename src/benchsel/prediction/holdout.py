@@ -45,10 +45,10 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     """The two strength splits of a matrix for a new model run on ``given`` items.
 
     The weakest half of the models with the strongest 30%, and the
-    strongest half with the weakest 30%; the 30% keep only their given
-    cells (those of them that have a given item and another). Returns
-    ``(matrix, hidden)`` pairs, the rows in the models' order; [] below
-    :data:`~benchsel.calibration.MIN_MODELS` models.
+    strongest half with the weakest 30%; the 30% are held out, and those of
+    them that have a given item and another hide everything but their given
+    cells. Returns ``(matrix, held, hidden)`` triples, the rows in the
+    models' order; [] below :data:`~benchsel.calibration.MIN_MODELS` models.
     """
     if values.shape[0] < MIN_MODELS:
         return []
@@ -62,34 +62,12 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
         hidden = np.zeros((keep.size, values.shape[1]), dtype=bool)
         rows = np.isin(keep, hiding)
         hidden[rows] = observed[keep][rows] & ~given
-        out.append((values[keep], hidden))
+        out.append((values[keep], np.isin(keep, held), hidden))
     return out
 
 
 def _near_tail(n_models: int) -> int:
     return max(NEAR_TAIL_MIN, int(NEAR_TAIL * n_models))
-
-
-def _extreme_masks(values: np.ndarray, given: np.ndarray, near: bool = False
-                   ) -> list[np.ndarray]:
-    """Hidden cells of the strongest 30% of the models, then of the weakest 30%.
-
-    Each hiding model keeps its ``given`` cells (those that have a given
-    item and another) and is predicted from every other model. With
-    ``near`` the tails are 10% (at least 5), as the frontier split: models
-    just beyond the others' range, where a new checkpoint usually is; 30%
-    plays one further out. [] below :data:`~benchsel.calibration.MIN_MODELS`
-    models.
-    """
-    if values.shape[0] < MIN_MODELS:
-        return []
-    observed = ~np.isnan(values)
-    masks = []
-    for rows in _tails(values, given, _near_tail(values.shape[0]) if near else None)[1:]:
-        mask = np.zeros_like(observed)
-        mask[rows] = observed[rows] & ~given
-        masks.append(mask)
-    return masks
 
 
 def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
@@ -119,22 +97,56 @@ def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
     return reach[0], reach[1]
 
 
-def _auto_masks(observed, given, folds, hide, seed) -> list[np.ndarray]:
-    """Hidden cells for :func:`choose_completer` (see there); [] when too few models."""
-    if given is None:
-        try:
-            return completion_masks(observed, hide, folds, max(2, min(8, observed.shape[1])),
-                                    seed)
-        except ValueError:
+def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int = 3,
+                 seed=0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The held-out models of :func:`~benchsel.prediction.choose_completer`, and their hidden cells.
+
+    Which models a fold holds out does not depend on ``given``: ``random``
+    splits every model into ``folds`` parts, ``near`` and ``strength`` hold
+    out the strongest and then the weakest 10% (at least 5) or 30% of the
+    models by their strength over all their scores. So a method fitted on
+    the models a fold keeps is fitted on the same rows whatever the new
+    model was run on (:class:`~benchsel.prediction.fits.FitStore` keeps it).
+    The hidden cells are those of the held-out models that can play the
+    new model (they have a given item and another): everything but their
+    given cells.
+
+    Returns
+    -------
+    list of (held, hidden)
+        ``held``, boolean of shape (M,); ``hidden``, boolean of the shape of
+        ``values``. [] when too few models can hide cells: fewer than
+        ``folds`` for ``random``, fewer than
+        :data:`~benchsel.calibration.MIN_MODELS` models for the others.
+    """
+    n_models = values.shape[0]
+    observed = ~np.isnan(values)
+    usable = np.zeros(n_models, dtype=bool)
+    usable[_usable_rows(observed, given)] = True
+    if split == "random":
+        if usable.sum() < folds:
             return []
-    given = np.asarray(given, dtype=bool)
-    usable = _usable_rows(observed, given)
-    if usable.size < folds:
+        parts = np.array_split(np.random.default_rng(seed).permutation(n_models), folds)
+    else:
+        if n_models < MIN_MODELS:
+            return []
+        order = np.argsort(model_strength(values), kind="stable")
+        tail = _near_tail(n_models) if split == "near" else (3 * n_models) // 10
+        parts = [order[n_models - tail:], order[:tail]]
+    out = []
+    for part in parts:
+        held = np.zeros(n_models, dtype=bool)
+        held[part] = True
+        hidden = np.zeros_like(observed)
+        hidden[held & usable] = observed[held & usable] & ~given
+        out.append((held, hidden))
+    return out
+
+
+def _auto_masks(observed, folds, hide, seed) -> list[np.ndarray]:
+    """Hidden cells for :func:`choose_completer` without given items (the ``complete``
+    protocol's); [] when too few models."""
+    try:
+        return completion_masks(observed, hide, folds, max(2, min(8, observed.shape[1])), seed)
+    except ValueError:
         return []
-    rng = np.random.default_rng(seed)
-    masks = []
-    for part in np.array_split(rng.permutation(usable), folds):
-        mask = np.zeros_like(observed)
-        mask[part] = observed[part] & ~given
-        masks.append(mask)
-    return masks

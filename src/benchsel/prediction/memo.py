@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -35,10 +36,11 @@ GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 
 #: The rules by which auto chooses and calibrates. A kept decision is valid
 #: only under the rules that made it, and the package version does not move
-#: between releases: raise this whenever :mod:`.choice`, :mod:`.holdout` or
-#: :mod:`.residuals` would decide differently, so that cache files made by
-#: the old rules are not read.
-RULES = 3
+#: between releases: raise this whenever :mod:`.choice`, :mod:`.holdout`,
+#: :mod:`.residuals` or a fit of :mod:`.fits` would decide differently, so that
+#: cache files made by the old rules are not read (and rebuild the shipped
+#: fits: ``python scripts/build_fits.py``).
+RULES = 4
 
 #: The splits a kept choice was made on (:class:`~benchsel.prediction.MethodChoice`).
 CHOICE_SPLITS = ("random", "near", "strength")
@@ -55,10 +57,16 @@ class AutoMemo:
     """Method choices and calibration residuals by pattern of given items."""
 
     def __init__(self):
+        from .fits import FitStore
+
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
+        #: The fits the choice and calibration make on the sources (one set per
+        #: board, shared by every pattern; kept in the cache folder, not in plans).
+        self.fits = FitStore()
 
     def __len__(self) -> int:
+        """Decisions kept (the fits are not decisions)."""
         return len(self._choices) + len(self._residuals)
 
     def choice(self, pattern, split: str, compute: Callable):
@@ -183,7 +191,9 @@ def cache_dir() -> Path | None:
     return Path(base) / "benchsel"
 
 
-def _cache_file(model) -> Path | None:
+def _cache_file(model, options: bool = True) -> Path | None:
+    """The decisions' file (``options``: the model's options are part of the key),
+    else the fits' (:class:`~benchsel.prediction.fits.FitStore`: the board's alone)."""
     from .. import __version__
     from ..plan._format import fingerprint
 
@@ -194,40 +204,59 @@ def _cache_file(model) -> Path | None:
     h = hashlib.sha256()
     h.update(fingerprint(scores.models, scores.items, scores.values).encode())
     h.update(json.dumps({"benchsel": __version__, "rules": RULES,
-                         "options": model.get_params()},
+                         "options": model.get_params() if options else None},
                         sort_keys=True, default=str).encode())
-    return folder / "auto" / f"{h.hexdigest()[:32]}.json"
+    if options:
+        return folder / "auto" / f"{h.hexdigest()[:32]}.json"
+    return folder / "fits" / f"{h.hexdigest()[:32]}.npz"
 
 
 _MAX_CACHE_BYTES = 256 << 20  # a board's decisions take kilobytes; more is not ours
 
 
 def load_cached(model) -> None:
-    """Give a fitted model the decisions kept for its training matrix and options.
+    """Give a fitted model the decisions kept for its training matrix and options,
+    and the fits kept for its training matrix.
 
     A missing, unreadable or malformed cache file is as good as none: the
     decisions are made again (and the file rewritten).
     """
+    from .fits import FitStore
+
     path = _cache_file(model)
-    if path is None or not path.is_file():
-        return
-    try:
-        obj = load_file(path, max_bytes=_MAX_CACHE_BYTES, strict=True)
-        model.auto_memo = AutoMemo.from_json(obj, model.items_, str(path))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return
+    if path is not None and path.is_file():
+        try:
+            obj = load_file(path, max_bytes=_MAX_CACHE_BYTES, strict=True)
+            fits = model.auto_memo.fits  # the shipped ones, for a bundled board
+            model.auto_memo = AutoMemo.from_json(obj, model.items_, str(path))
+            model.auto_memo.fits = fits
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+    path = _cache_file(model, options=False)
+    if path is not None and path.is_file():
+        try:
+            if path.stat().st_size <= _MAX_CACHE_BYTES:
+                model.auto_memo.fits.update(FitStore.load(path))
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+            pass
 
 
 def save_cached(model) -> None:
-    """Keep the model's decisions for the next run (nothing when caching is off or
-    the folder cannot be written: a cache is never worth an error)."""
+    """Keep the model's decisions, and the fits they were made with, for the next run
+    (nothing when caching is off or the folder cannot be written: a cache is never
+    worth an error). The fits are kept by board alone: another set of given
+    benchmarks, or other options, reuse them."""
     from ..io import write_json_atomic
 
-    path = _cache_file(model)
-    if path is None or not len(model.auto_memo):
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, model.auto_memo.to_json(model.items_), allow_nan=False)
-    except (OSError, ValueError):
-        return
+    memo = model.auto_memo
+    for path, keep, write in (
+            (_cache_file(model), len(memo),
+             lambda p: write_json_atomic(p, memo.to_json(model.items_), allow_nan=False)),
+            (_cache_file(model, options=False), memo.fits.unsaved, memo.fits.save)):
+        if path is None or not keep:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(path)
+        except (OSError, ValueError):
+            continue

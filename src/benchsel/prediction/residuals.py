@@ -15,23 +15,29 @@ from ..progress import report as _report
 from ..splits import completion_masks
 from .cache import CompletionCache
 from .completers import complete
-from .holdout import _strength_splits, _usable_rows
+from .fits import INDUCTIVE, FitStore, held_out_completion
+from .holdout import _strength_splits, choice_folds
 
 __all__ = ["calibrate_completion", "completion_residuals"]
 
 
 def completion_residuals(
     values: np.ndarray, method: str, *, given=None, hide: float = 0.5, seed=0,
-    cache: CompletionCache | None = None,
+    cache: CompletionCache | None = None, fits: FitStore | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Held-out residuals of a completion method on the matrix it will complete.
 
-    A third of the models with at least two observed scores hide cells and
-    the method completes the rest: with ``given`` (a boolean mask of items,
-    the pattern a new model was run on) each of them keeps only its given
-    cells, as a new model does; otherwise a fraction ``hide`` of its cells,
-    as in the ``complete`` protocol. The regime of a hiding model compares
-    its strength on its kept cells with the other models'.
+    A third of the models hide cells and the method completes the rest:
+    with ``given`` (a boolean mask of items, the pattern a new model was run
+    on) the models of ``auto``'s first random fold
+    (:func:`~benchsel.prediction.holdout.choice_folds`) that have a given
+    item and another keep only their given cells, as a new model does, and
+    a Gaussian-based method is fitted without them
+    (:func:`~benchsel.prediction.fits.held_out_completion`; ``fits`` keeps
+    those fits, which depend on the board alone); without ``given``, models
+    with at least two observed scores hide a fraction ``hide`` of their
+    cells, as in the ``complete`` protocol. The regime of a hiding model
+    compares its strength on its kept cells with the other models'.
 
     With ``given`` two strength splits come on top, as for the Gaussian
     (:func:`benchsel.calibration.calibration_splits`): the weakest half of
@@ -60,26 +66,30 @@ def completion_residuals(
             return empty
         return _hidden_residuals(values, mask, method, cache)
     given = np.asarray(given, dtype=bool)
-    usable = _usable_rows(observed, given)
-    if usable.size < 3:
+    folds = choice_folds(values, given, "random", 3, seed)
+    if not folds:
         return empty
-    rng = np.random.default_rng(seed)
-    rows = rng.permutation(usable)[: max(1, usable.size // 3)]
-    mask = np.zeros_like(observed)
-    mask[rows] = observed[rows] & ~given
-    splits = [(values, mask), *_strength_splits(values, given)]
+    fits = FitStore() if fits is None else fits
+    splits = [(values, *folds[0]), *_strength_splits(values, given)]
     parts = []
-    for done, (sub, mask) in enumerate(splits):
+    for done, (sub, held, mask) in enumerate(splits):
         _report(f"calibrating {method}'s intervals", done, len(splits))
-        parts.append(_hidden_residuals(sub, mask, method, cache))
+        parts.append(_hidden_residuals(sub, mask, method, cache, held, fits))
     _report(f"calibrating {method}'s intervals", len(splits), len(splits))
     return tuple(np.concatenate(p) for p in zip(*parts))
 
 
-def _hidden_residuals(values, mask, method, cache):
-    """Residuals, standard deviations and range excess on the cells ``mask`` hides."""
+def _hidden_residuals(values, mask, method, cache, held=None, fits=None):
+    """Residuals, standard deviations and range excess on the cells ``mask`` hides.
+
+    With ``held`` (the held-out rows) an :data:`~benchsel.prediction.fits.INDUCTIVE`
+    method is fitted on the other rows (:func:`~benchsel.prediction.fits.held_out_completion`).
+    """
     train = np.where(mask, np.nan, values)
-    res = complete(train, method, cache=cache)
+    if held is not None and method in INDUCTIVE:
+        res = held_out_completion(values, held, mask, method, fits, cache or CompletionCache())
+    else:
+        res = complete(train, method, cache=cache)
     hiding = mask.any(axis=1)
     z = Standardizer.fit(train).transform(train)
     outside = np.zeros(values.shape[0])

@@ -1,0 +1,381 @@
+"""Gaussians fitted on source rows, kept by what they were fitted on.
+
+``auto``'s choice (:func:`~benchsel.prediction.choose_completer`) scores
+each Gaussian-based method as a new model meets it: fitted on the models a
+fold keeps, predicting the held-out ones from their given scores. The
+models a fold keeps do not depend on which scores are given, so one fit
+serves every set of given benchmarks on that board: a :class:`FitStore`
+keeps each fit by the digest of the rows it was fitted on, and a fitted
+:class:`~benchsel.gaussian.GaussianModel` holds one (in its
+:class:`~benchsel.prediction.memo.AutoMemo`) for all its predictions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import warnings
+
+import numpy as np
+
+from ..gaussian.conditional import conditional_moments
+from ..gaussian.covariance import (
+    EM_MAX_FLOPS,
+    ConvergenceWarning,
+    em_iteration_flops,
+    estimate_covariance,
+    fit_standardizer,
+)
+from ..matrix import Standardizer
+from . import gp
+
+__all__ = ["INDUCTIVE", "FitStore", "GaussianFit", "SvdFit", "fitted_completion",
+           "held_out_completion", "new_row_covariance"]
+
+
+def new_row_covariance(source: np.ndarray) -> str:
+    """The covariance ``gaussian`` completes a new row with, given its ``source`` rows.
+
+    ``gaussian`` completes with ``auto``, which for a matrix with a
+    missing cell (a new model's row has some) is ``em-shrink`` unless one
+    EM iteration would cost more than
+    :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS`.
+    """
+    observed = ~np.isnan(source)
+    return "em-shrink" if em_iteration_flops(observed) <= EM_MAX_FLOPS else "pairwise"
+
+
+class GaussianFit:
+    """A Gaussian fitted on source rows, predicting other rows from their scores.
+
+    Standardized on the source rows; ``cols`` are the columns that are not
+    constant there (the others are predicted by their mean over the source
+    rows that have them).
+
+    Parameters
+    ----------
+    source : ndarray of shape (M, N)
+        The rows the Gaussian is fitted on (NaN = missing).
+    covariance : str
+        Estimator (:func:`~benchsel.gaussian.covariance.estimate_covariance`).
+    """
+
+    def __init__(self, source: np.ndarray, covariance: str):
+        from .completers import complete_mean  # completers imports this module
+
+        self.std = fit_standardizer(source, covariance)
+        self.cols = np.flatnonzero(~self.std.constant)
+        # What a column the Gaussian cannot standardize predicts: its source mean and spread.
+        blank = complete_mean(np.vstack([source, np.full((1, source.shape[1]), np.nan)]))
+        self.fallback_mean, self.fallback_std = blank.mean[-1], blank.std[-1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = estimate_covariance(self.z(source), covariance)
+        self.mean, self.covariance = est.mean, est.covariance
+
+    #: What a fit is, as named arrays (:meth:`arrays`, :meth:`from_arrays`).
+    FIELDS = ("std_mean", "std_scale", "std_constant", "fallback_mean", "fallback_std", "mean",
+              "covariance")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"std_mean": self.std.mean, "std_scale": self.std.scale,
+                "std_constant": self.std.constant, "fallback_mean": self.fallback_mean,
+                "fallback_std": self.fallback_std, "mean": self.mean,
+                "covariance": self.covariance}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> GaussianFit:
+        """Inverse of :meth:`arrays` (checked by :meth:`FitStore.load`)."""
+        fit = cls.__new__(cls)
+        fit.std = Standardizer(a["std_mean"], a["std_scale"], a["std_constant"].astype(bool))
+        fit.cols = np.flatnonzero(~fit.std.constant)
+        fit.fallback_mean, fit.fallback_std = a["fallback_mean"], a["fallback_std"]
+        fit.mean, fit.covariance = a["mean"], a["covariance"]
+        return fit
+
+    def z(self, values: np.ndarray) -> np.ndarray:
+        return self.std.transform(values[:, self.cols], self.cols)
+
+    def conditional(self, x: np.ndarray):
+        """Conditional means and standard deviations of rows ``x`` given their scores.
+
+        ``x`` has NaN where a score is not given. A given cell keeps its
+        score (std 0); a column constant on the source rows gets its source
+        mean and spread. Returns a
+        :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape.
+        """
+        from .completers import Completion
+
+        mean = np.array(np.broadcast_to(self.fallback_mean, x.shape))
+        sd = np.array(np.broadcast_to(self.fallback_std, x.shape))
+        mu, var = conditional_moments(self.z(x), self.mean, self.covariance)
+        mean[:, self.cols] = self.std.inverse(mu, self.cols)
+        sd[:, self.cols] = np.sqrt(var) * self.std.scale[self.cols]
+        given = ~np.isnan(x)
+        return Completion(np.where(given, x, mean), np.where(given, 0.0, sd))
+
+    def residual_process(self, values: np.ndarray, rows: np.ndarray):
+        """``gp``'s prediction for ``rows`` of ``values``: this Gaussian plus
+        :func:`~benchsel.prediction.gp.residual_process` on its residuals.
+
+        The process trains on every row of ``values`` that has a predicted
+        row's scores and more. A column constant on the source rows gets
+        its mean and spread over the rows of ``values`` that have it.
+        Returns a :class:`~benchsel.prediction.completers.Completion` of
+        shape ``(len(rows), N)``.
+        """
+        from .completers import Completion, complete_mean  # completers imports this module
+
+        fallback = complete_mean(values)
+        mean, spread = fallback.mean[rows], fallback.std[rows]
+        mu, sd = gp.residual_process(self.z(values), self.mean, self.covariance, rows)
+        cols = self.cols
+        hit = ~np.isnan(mu)  # NaN exactly on the observed cells
+        mean[:, cols] = np.where(hit, self.std.inverse(np.where(hit, mu, 0.0), cols),
+                                 mean[:, cols])
+        spread[:, cols] = np.where(hit, sd * self.std.scale[cols], spread[:, cols])
+        return Completion(mean, spread)
+
+
+class SvdFit:
+    """``svd``'s low-rank model of source rows, folding in other rows.
+
+    The source rows are completed by :func:`~benchsel.prediction.completers.complete_svd`'s
+    soft-impute, in its latent units (logit of percentage-scale columns,
+    standardized); a new row is folded in: its latent scores are fitted by
+    the rank-``rank`` right singular subspace of the completed source
+    (least squares, the shortest coefficients when fewer scores than the
+    rank are given), which predicts its other cells. Each column's error
+    bar is the root mean square of the source rows' reconstruction
+    residuals on it, as ``complete_svd`` gives them.
+    """
+
+    def __init__(self, source: np.ndarray, rank: int = 2):
+        from .completers import _Latent, _TopSubspace, soft_impute
+
+        self.latent = _Latent(source)
+        recon, self.rmse = soft_impute(self.latent.z)
+        top = _TopSubspace(rank)
+        top.part(recon)
+        self.basis = top.v  # N x rank
+        self.empty = np.isnan(source).all(axis=0)
+
+    FIELDS = ("scale", "std_mean", "std_scale", "std_constant", "rmse", "basis", "empty")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        std = self.latent.std
+        return {"scale": self.latent.scale, "std_mean": std.mean, "std_scale": std.scale,
+                "std_constant": std.constant, "rmse": self.rmse, "basis": self.basis,
+                "empty": self.empty}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> SvdFit:
+        """Inverse of :meth:`arrays` (checked by :meth:`FitStore.load`)."""
+        from .completers import _Latent
+
+        fit = cls.__new__(cls)
+        fit.latent = _Latent.__new__(_Latent)
+        fit.latent.scale = a["scale"]
+        fit.latent.logit = ~np.isnan(a["scale"])
+        fit.latent.std = Standardizer(a["std_mean"], a["std_scale"],
+                                      a["std_constant"].astype(bool))
+        fit.rmse, fit.basis, fit.empty = a["rmse"], a["basis"], a["empty"].astype(bool)
+        return fit
+
+    def fold_in(self, x: np.ndarray):
+        """Predictions of rows ``x`` (NaN = not given), as a
+        :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape."""
+        from .completers import Completion
+
+        z = self.latent.std.transform(self.latent._forward(x))
+        given = ~np.isnan(z)
+        recon = np.zeros_like(z)
+        for pattern in np.unique(given, axis=0):
+            rows = np.flatnonzero((given == pattern).all(axis=1))
+            if not pattern.any():
+                continue
+            coef = np.linalg.lstsq(self.basis[pattern], z[np.ix_(rows, np.flatnonzero(pattern))].T,
+                                   rcond=None)[0]
+            recon[rows] = (self.basis @ coef).T
+        mean = self.latent.back(recon)
+        std = self.latent.back_std(recon, np.broadcast_to(self.rmse, z.shape))
+        mean[:, self.empty] = np.nan
+        std[:, self.empty] = np.nan
+        return Completion(np.where(given, x, mean), np.where(given, 0.0, std))
+
+
+class FitStore:
+    """Fits by kind and the bytes of their source rows.
+
+    A kind is ``"svd"`` (:class:`SvdFit`) or a covariance estimator
+    (:class:`GaussianFit`). A fit is a deterministic function of its
+    source rows, so a request for rows fitted before returns that fit.
+    Each entry holds an N x N covariance or an N x rank basis: keep a store
+    as long as the board it serves.
+    """
+
+    def __init__(self):
+        self._fits: dict = {}
+        self._saved = 0  # fits read from or written to a file
+
+    def __len__(self) -> int:
+        return len(self._fits)
+
+    @property
+    def unsaved(self) -> int:
+        """Fits made since the store was read or written."""
+        return len(self._fits) - self._saved
+
+    def update(self, other: FitStore) -> None:
+        """Take ``other``'s fits (as saved: they came from a file)."""
+        new = [key for key in other._fits if key not in self._fits]
+        self._fits.update((key, other._fits[key]) for key in new)
+        self._saved += len(new)
+
+    def get(self, source: np.ndarray, kind: str):
+        """``SvdFit(source)`` or ``GaussianFit(source, kind)``, fitted on the first
+        request only."""
+        source = np.ascontiguousarray(source, dtype=float)
+        key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
+        if key not in self._fits:
+            self._fits[key] = SvdFit(source) if kind == "svd" else GaussianFit(source, kind)
+        return self._fits[key]
+
+    # ------------------------------------------------------------------ file
+    def save(self, path) -> None:
+        """Write every fit to ``path`` (a compressed ``.npz``, no pickles), atomically."""
+        from ..io import write_text_atomic
+
+        index, arrays = [], {}
+        for i, ((kind, shape, digest), fit) in enumerate(self._fits.items()):
+            index.append([kind, list(shape), digest.hex()])
+            arrays.update({f"{i}.{name}": a for name, a in fit.arrays().items()})
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, index=np.array(json.dumps(index)), **arrays)
+        write_text_atomic(path, buffer.getvalue())
+        self._saved = len(self._fits)
+
+    @classmethod
+    def load(cls, path) -> FitStore:
+        """Read a file written by :meth:`save`; ``ValueError`` naming ``path`` and the
+        entry if it is not one."""
+        store = cls()
+        with np.load(path, allow_pickle=False) as f:
+            try:
+                index = json.loads(str(f["index"][()]))
+            except (KeyError, ValueError) as exc:
+                raise ValueError(f"{path}: no index of fits") from exc
+            if not isinstance(index, list):
+                raise ValueError(f"{path}: index: expected a list")
+            for i, entry in enumerate(index):
+                at = f"{path}: fit {i}"
+                if not (isinstance(entry, list) and len(entry) == 3
+                        and entry[0] in KINDS and isinstance(entry[1], list)
+                        and len(entry[1]) == 2
+                        and all(isinstance(n, int) and n >= 0 for n in entry[1])
+                        and isinstance(entry[2], str) and len(entry[2]) == 40):
+                    raise ValueError(f"{at}: expected [kind, [rows, columns], digest]")
+                kind, (_, n_items), digest = entry
+                fit_type = SvdFit if kind == "svd" else GaussianFit
+                try:
+                    arrays = {name: f[f"{i}.{name}"] for name in fit_type.FIELDS}
+                except KeyError as exc:
+                    raise ValueError(f"{at}: missing {exc.args[0]}") from exc
+                _check_fit(arrays, fit_type, n_items, at)
+                store._fits[(kind, tuple(entry[1]), bytes.fromhex(digest))] = \
+                    fit_type.from_arrays(arrays)
+        store._saved = len(store._fits)
+        return store
+
+
+#: The completion methods that are fitted on source rows and predict a new
+#: row from its given scores alone: the Gaussian-based ones and the
+#: low-rank ones. Their fits are most of the time ``auto`` takes, and on the
+#: models a fold of its choice keeps they depend on the board alone.
+INDUCTIVE = ("gaussian", "gaussian-em", "gp", "svd", "svd+ridge", "gaussian+svd")
+
+
+def fitted_completion(source: np.ndarray, x: np.ndarray, method: str, fits: FitStore):
+    """The part of an :data:`INDUCTIVE` method fitted on ``source``, for rows ``x``.
+
+    ``gaussian`` (and ``gp``'s Gaussian) conditions each row on the
+    Gaussian ``gaussian`` completes a new row with
+    (:func:`new_row_covariance`), ``gaussian-em`` on the plain EM one,
+    ``svd`` folds it in (:class:`SvdFit`), ``gaussian+svd`` averages the
+    two; for ``svd+ridge`` the ``svd`` half. Returns a
+    :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape.
+    """
+    from .completers import _blend
+
+    def gaussian(covariance):
+        return fits.get(source, covariance).conditional(x)
+
+    if method == "gaussian-em":
+        return gaussian("em")
+    if method in ("svd", "svd+ridge"):
+        return fits.get(source, "svd").fold_in(x)
+    if method == "gaussian+svd":
+        return _blend(gaussian(new_row_covariance(source)), fits.get(source, "svd").fold_in(x))
+    return gaussian(new_row_covariance(source))
+
+
+def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray, method: str,
+                        fits: FitStore, cache):
+    """An :data:`INDUCTIVE` method's completion of the ``hidden`` cells, fitted without ``held``.
+
+    The method is fitted on the rows not ``held`` (through ``fits``), and
+    each row that hides cells is predicted from the rest of its row, as a
+    new model is from its given scores (:func:`fitted_completion`).
+    ``gp``'s residual process, and the ``ridge`` half of ``svd+ridge``
+    (through ``cache``, a :class:`~benchsel.prediction.cache.CompletionCache`),
+    read the matrix with the hidden cells removed, as the other methods do.
+
+    Returns
+    -------
+    Completion
+        Of the shape of ``values``: mean and std on the rows that hide
+        cells, NaN elsewhere.
+    """
+    from .completers import Completion, _blend, _gp_rows
+
+    rows = np.flatnonzero(hidden.any(axis=1))
+    x = np.where(hidden[rows], np.nan, values[rows])
+    source = values[~held]
+    mean, std = np.full(values.shape, np.nan), np.full(values.shape, np.nan)
+    part = fitted_completion(source, x, method, fits)
+    mean[rows], std[rows] = part.mean, part.std
+    held_out = np.where(hidden, np.nan, values)
+    if method == "svd+ridge":
+        return _blend(Completion(mean, std), cache.get(held_out, "ridge"))
+    if method == "gp":  # complete_gp's rule, with the base fitted on the kept rows
+        todo = _gp_rows(x)
+        base = source[~_gp_rows(source)]
+        if todo.any() and len(base) >= gp.MIN_ROWS:
+            some = rows[todo]
+            part = fits.get(base, "auto").residual_process(held_out, some)
+            mean[some], std[some] = part.mean, part.std
+    return Completion(mean, std)
+
+
+#: What a :class:`FitStore` holds: ``svd`` or a covariance estimator.
+KINDS = ("svd", "auto", "em", "em-shrink", "pairwise", "paper")
+
+
+def _check_fit(arrays: dict, fit_type, n_items: int, at: str) -> None:
+    """Shapes and values of one stored fit, before it is used."""
+    for name, a in arrays.items():
+        if a.dtype.kind not in "fb":
+            raise ValueError(f"{at}.{name}: expected numbers, got dtype {a.dtype}")
+    if fit_type is GaussianFit:
+        n_cols = int(np.sum(arrays["std_constant"] == 0))
+        shapes = {"mean": (n_cols,), "covariance": (n_cols, n_cols)}
+    else:
+        rank = arrays["basis"].shape[-1] if arrays["basis"].ndim == 2 else 0
+        shapes = {"basis": (n_items, rank)}
+    for name, a in arrays.items():
+        want = shapes.get(name, (n_items,))
+        if a.shape != want:
+            raise ValueError(f"{at}.{name}: shape {a.shape}, expected {want}")
+        if name in ("mean", "covariance", "basis") and not np.isfinite(a).all():
+            raise ValueError(f"{at}.{name}: not finite")

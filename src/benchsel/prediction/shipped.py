@@ -1,0 +1,82 @@
+"""The fits ``auto`` makes on each bundled leaderboard, shipped with the package.
+
+``auto``'s choice and calibration fit every Gaussian-based and low-rank
+method on the models each of their folds keeps
+(:mod:`benchsel.prediction.fits`). Those fits depend on the board alone, and
+on a board as sparse as MERGED they take most of a first prediction's time
+(seconds of EM), so for the bundled leaderboards they are made once, by
+``python scripts/build_fits.py``, and shipped under ``datasets/fits``. A
+model fitted on a bundled board (recognized by the fingerprint of its
+matrix, not by its name) starts from them; a fit is found by the bytes of
+the rows it was fitted on, so a shipped fit is only ever used for exactly
+those rows, and a fresh computation gives the same arrays
+(``tests/test_fits.py`` recomputes some of each file). A file written under
+other :data:`~benchsel.prediction.memo.RULES` is not read.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+
+from .fits import INDUCTIVE, FitStore
+
+__all__ = ["board_fits", "shipped_fits"]
+
+#: The folder of the shipped fits, and its index (fingerprint -> file).
+FOLDER = ("benchsel.datasets", "fits")
+INDEX = "index.json"
+
+
+def board_fits(model) -> FitStore:
+    """Every fit ``auto`` may make on a fitted model's training matrix.
+
+    The choice's folds for a new model inside the sources' range, just
+    beyond it and far beyond it; the calibration's strength splits and the
+    fit on the whole matrix, for every method of
+    :data:`~benchsel.prediction.fits.INDUCTIVE`. They do not depend on the
+    benchmarks given (one is given here), so this is every fit any
+    prediction on the board needs. Slow: what the shipped files save.
+    """
+    from .choice import choose_completer
+    from .completers import complete_new_rows
+    from .residuals import completion_residuals
+
+    values = model.scores_.values
+    store = model.auto_memo.fits
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[0] = True
+    for split in ("random", "near", "strength"):
+        choose_completer(values, given=given, split=split, fits=store)
+    row = np.where(given, np.nanmean(values, axis=0), np.nan)[None, :]
+    for method in INDUCTIVE:
+        completion_residuals(values, method, given=given, fits=store)
+        complete_new_rows(values, row, method, fits=store)
+    return store
+
+
+def _folder():
+    return resources.files(FOLDER[0]).joinpath(FOLDER[1])
+
+
+def shipped_fits(scores) -> FitStore | None:
+    """The shipped fits of the bundled board whose matrix ``scores`` is, else None.
+
+    None too when the files were made under other rules, or cannot be
+    read (a damaged install is only slower).
+    """
+    from ..plan._format import fingerprint
+    from .memo import RULES
+
+    folder = _folder()
+    try:
+        index = json.loads(folder.joinpath(INDEX).read_text())
+        name = index["boards"].get(fingerprint(scores.models, scores.items, scores.values))
+        if name is None or index.get("rules") != RULES:
+            return None
+        with resources.as_file(folder.joinpath(name)) as path:
+            return FitStore.load(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None

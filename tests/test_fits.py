@@ -1,0 +1,213 @@
+"""The fits ``auto`` makes on source rows: each against an obviously correct
+reference, and the choice's use of them (one fit per board, whatever is given)."""
+
+import numpy as np
+import pytest
+
+from benchsel import load_dataset
+from benchsel.gaussian.covariance import estimate_covariance
+from benchsel.matrix import Standardizer
+from benchsel.prediction import choose_completer, complete_new_rows
+from benchsel.prediction.completers import _Latent, soft_impute
+from benchsel.prediction.fits import INDUCTIVE, FitStore, GaussianFit, SvdFit, held_out_completion
+from benchsel.prediction.holdout import choice_folds
+
+
+def _board():
+    return load_dataset("bigcodebench").cleaned().values
+
+
+def test_gaussian_fit_conditions_a_row_as_the_textbook_formula():
+    values = _board()
+    train, x = values[:100], values[100:104].copy()
+    x[:, 3:] = np.nan
+    x[1, 1] = np.nan  # another pattern
+    fit = GaussianFit(train, "em-shrink")
+    got = fit.conditional(x)
+    # By hand: standardize on train, the same covariance, mu_b + S_ba S_aa^-1 (x_a - mu_a).
+    std = Standardizer.fit(train)
+    z = std.transform(train)
+    est = estimate_covariance(z, "em-shrink")
+    for i, row in enumerate(std.transform(x)):
+        a = ~np.isnan(row)
+        b = ~a
+        s_aa = est.covariance[np.ix_(a, a)]
+        s_ba = est.covariance[np.ix_(b, a)]
+        mu = est.mean[b] + s_ba @ np.linalg.solve(s_aa, row[a] - est.mean[a])
+        var = np.diag(est.covariance[np.ix_(b, b)] - s_ba @ np.linalg.solve(s_aa, s_ba.T))
+        np.testing.assert_allclose(got.mean[i, b], mu * std.scale[b] + std.mean[b], rtol=1e-8)
+        np.testing.assert_allclose(got.std[i, b], np.sqrt(var) * std.scale[b], rtol=1e-8)
+        np.testing.assert_array_equal(got.mean[i, a], x[i, a])  # given cells stay
+        assert np.all(got.std[i, a] == 0)
+
+
+def test_svd_fold_in_is_the_fixed_point_of_soft_impute_with_the_source_subspace():
+    values = _board()
+    train, x = values[:100], values[100:103].copy()
+    x[:, 4:] = np.nan  # four given scores: more than the rank, a least-squares fit
+    fit = SvdFit(train)
+    got = fit.fold_in(x)
+    # The slow way: soft-impute's step for the new rows alone, the subspace held fixed.
+    lat = _Latent(train)
+    recon, rmse = soft_impute(lat.z)
+    v = np.linalg.svd(recon, full_matrices=False)[2][:2].T
+    z = lat.std.transform(lat._forward(x))
+    given = ~np.isnan(z)
+    filled = np.where(given, z, 0.0)
+    for _ in range(20000):
+        filled = np.where(given, z, filled @ v @ v.T)
+    want = lat.back(filled @ v @ v.T)
+    np.testing.assert_allclose(got.mean[~given], want[~given], rtol=1e-6)
+    np.testing.assert_allclose(got.std[0, ~given[0]],
+                               lat.back_std(filled @ v @ v.T, np.broadcast_to(rmse, z.shape))
+                               [0, ~given[0]], rtol=1e-6)
+
+
+def test_choice_folds_hold_out_the_same_models_whatever_is_given():
+    values = _board()
+    one, two = np.zeros(values.shape[1], bool), np.zeros(values.shape[1], bool)
+    one[[0, 3]] = True
+    two[[1, 2, 5]] = True
+    for split in ("random", "near", "strength"):
+        a, b = choice_folds(values, one, split), choice_folds(values, two, split)
+        assert len(a) == len(b) > 0
+        for (held_a, hidden_a), (held_b, hidden_b) in zip(a, b):
+            np.testing.assert_array_equal(held_a, held_b)
+            assert not (hidden_a & one).any() and not (hidden_b & two).any()
+            assert not hidden_a[~held_a].any()
+
+
+@pytest.mark.parametrize("method", ["gaussian", "gaussian-em", "svd", "gaussian+svd"])
+def test_a_fold_scores_the_method_as_predict_completes_a_new_model(method):
+    # The choice's held-out models are predicted exactly as complete_new_rows
+    # predicts a new model from the models the fold kept.
+    values = _board()
+    given = np.zeros(values.shape[1], bool)
+    given[[0, 3]] = True
+    held, hidden = choice_folds(values, given, "random")[0]
+    got = held_out_completion(values, held, hidden, method, FitStore(), None)
+    rows = np.flatnonzero(hidden.any(axis=1))
+    want = complete_new_rows(values[~held], np.where(hidden[rows], np.nan, values[rows]), method)
+    np.testing.assert_array_equal(got.mean[rows][hidden[rows]], want.mean[hidden[rows]])
+    np.testing.assert_array_equal(got.std[rows][hidden[rows]], want.std[hidden[rows]])
+
+
+def test_a_second_set_of_given_benchmarks_reuses_every_fit():
+    values = _board()
+    one, two = np.zeros(values.shape[1], bool), np.zeros(values.shape[1], bool)
+    one[[0, 3]] = True
+    two[[1, 2, 5]] = True
+    store = FitStore()
+    for split in ("random", "near"):
+        choose_completer(values, given=one, split=split, fits=store)
+    fitted = len(store)
+    assert fitted > 0
+    for split in ("random", "near"):
+        kept = choose_completer(values, given=two, split=split, fits=store)
+        assert kept == choose_completer(values, given=two, split=split)  # a fresh store
+    assert len(store) == fitted
+    assert set(INDUCTIVE) <= set(kept.medape)
+
+
+def _same_store(got: FitStore, want: FitStore, keys=None) -> None:
+    keys = list(got._fits) if keys is None else keys
+    assert keys and set(keys) <= set(want._fits)
+    for key in keys:
+        mine, theirs = got._fits[key].arrays(), want._fits[key].arrays()
+        assert mine.keys() == theirs.keys()
+        for name in mine:
+            np.testing.assert_array_equal(mine[name], theirs[name], err_msg=f"{key[0]} {name}")
+
+
+def test_the_shipped_fits_are_what_each_board_gives_today():
+    # Stale files (a fitting method changed, RULES not raised) would make a
+    # prediction depend on whether the board is bundled: recompute and compare.
+    import json
+    from importlib import resources
+
+    from benchsel import GaussianModel
+    from benchsel.prediction.memo import RULES
+    from benchsel.prediction.shipped import board_fits, shipped_fits
+
+    folder = resources.files("benchsel.datasets").joinpath("fits")
+    index = json.loads(folder.joinpath("index.json").read_text())
+    assert index["rules"] == RULES
+    boards = sorted(v.removesuffix(".npz") for v in index["boards"].values())
+    assert {"mteb", "merged", "open_llm_v2", "helm_lite"} <= set(boards)
+    for name in boards:
+        model = GaussianModel().fit(load_dataset(name))
+        shipped = shipped_fits(model.scores_)
+        assert shipped is not None and len(shipped) > 0, name
+        fresh = GaussianModel().fit(load_dataset(name))
+        fresh.auto_memo.fits = FitStore()
+        if name in ("helm_lite", "bigcodebench", "wildbench"):  # all of it, seconds
+            _same_store(board_fits(fresh), shipped)
+            assert len(fresh.auto_memo.fits) == len(shipped)
+        elif name in ("mteb", "merged", "open_llm_v2"):  # the first random fold's fits
+            from benchsel.prediction.cache import CompletionCache
+
+            values = model.scores_.values
+            given = np.zeros(values.shape[1], bool)
+            given[0] = True
+            held, hidden = choice_folds(values, given, "random")[0]
+            methods = ["gaussian"] if name == "open_llm_v2" else ["gaussian-em", "svd", "gp"]
+            for method in methods:
+                held_out_completion(values, held, hidden, method, fresh.auto_memo.fits,
+                                    CompletionCache())
+            _same_store(fresh.auto_memo.fits, shipped)
+
+
+def test_the_cli_uses_the_shipped_fits_and_keeps_its_own_elsewhere(tmp_path, monkeypatch,
+                                                                   capsys):
+    from benchsel.cli import main
+
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["predict", "helm_lite", "--observed", "MMLU=0.7,GSM8K=0.6", "--json"]) == 0
+    # Every fit auto needed was shipped: nothing new to keep.
+    assert not list((tmp_path / "cache").glob("fits/*.npz"))
+    capsys.readouterr()
+    frame = load_dataset("helm_lite").to_frame().iloc[1:]  # not a bundled board any more
+    frame.to_csv(tmp_path / "board.csv")
+    spec = "MMLU=0.7,GSM8K=0.6"
+    assert main(["predict", str(tmp_path / "board.csv"), "--observed", spec, "--json"]) == 0
+    first = capsys.readouterr().out
+    kept = list((tmp_path / "cache").glob("fits/*.npz"))
+    assert len(kept) == 1 and len(FitStore.load(kept[0])) > 0
+    # Another set of given benchmarks on that board makes no new fit.
+    before = kept[0].stat().st_mtime_ns
+    assert main(["predict", str(tmp_path / "board.csv"), "--observed", "MedQA=0.5",
+                 "--json"]) == 0
+    assert kept[0].stat().st_mtime_ns == before
+    kept[0].write_bytes(b"not a zip")  # a damaged file is as good as none
+    for path in (tmp_path / "cache").glob("auto/*.json"):
+        path.unlink()
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "board.csv"), "--observed", spec, "--json"]) == 0
+    assert capsys.readouterr().out == first
+    assert len(FitStore.load(kept[0])) > 0  # written anew
+
+
+def test_a_fits_file_that_is_not_ours_is_refused_with_its_path_and_entry(tmp_path):
+    values = _board()
+    store = FitStore()
+    store.get(values[:50], "em-shrink")
+    store.get(values[:50], "svd")
+    path = tmp_path / "fits.npz"
+    store.save(path)
+    again = FitStore.load(path)
+    _same_store(again, store)
+    with np.load(path) as f:
+        arrays = dict(f)
+    bad = dict(arrays)
+    bad["0.covariance"] = bad["0.covariance"][:-1]
+    np.savez(tmp_path / "bad.npz", **bad)
+    with pytest.raises(ValueError, match=r"bad\.npz: fit 0\.covariance: shape"):
+        FitStore.load(tmp_path / "bad.npz")
+    bad = dict(arrays, index=np.array('[["magic", [50, 6], "00"]]'))
+    np.savez(tmp_path / "bad.npz", **bad)
+    with pytest.raises(ValueError, match=r"bad\.npz: fit 0: expected \[kind"):
+        FitStore.load(tmp_path / "bad.npz")
+    bad = {k: v for k, v in arrays.items() if k != "1.basis"}
+    np.savez(tmp_path / "bad.npz", **bad)
+    with pytest.raises(ValueError, match=r"bad\.npz: fit 1: missing 1\.basis"):
+        FitStore.load(tmp_path / "bad.npz")
