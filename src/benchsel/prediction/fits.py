@@ -143,12 +143,15 @@ class SvdFit:
 
     The source rows are completed by :func:`~benchsel.prediction.completers.complete_svd`'s
     soft-impute, in its latent units (logit of percentage-scale columns,
-    standardized); a new row is folded in: its latent scores are fitted by
-    the rank-``rank`` right singular subspace of the completed source
-    (least squares, the shortest coefficients when fewer scores than the
-    rank are given), which predicts its other cells. Each column's error
-    bar is the root mean square of the source rows' reconstruction
-    residuals on it, as ``complete_svd`` gives them.
+    standardized). A new row is folded in as probabilistic PCA does: its
+    coordinates in the rank-``rank`` right singular subspace of the
+    completed source are the posterior mean given its latent scores, under
+    the spread of the source rows' coordinates and each column's residual
+    variance (the root mean square of the source rows' reconstruction
+    residuals, which is also the column's error bar, as ``complete_svd``
+    gives it). A plain least-squares fit of the coordinates blew up where a
+    row gave as many scores as the rank on nearly collinear columns (9.5
+    standard deviations off on a MERGED model with two given scores).
     """
 
     def __init__(self, source: np.ndarray, rank: int = 2):
@@ -159,14 +162,19 @@ class SvdFit:
         top = _TopSubspace(rank)
         top.part(recon)
         self.basis = top.v  # N x rank
+        coords = recon @ self.basis
+        self.coord_mean = coords.mean(axis=0)
+        self.coord_cov = np.atleast_2d(np.cov(coords, rowvar=False))
         self.empty = np.isnan(source).all(axis=0)
 
-    FIELDS = ("scale", "std_mean", "std_scale", "std_constant", "rmse", "basis", "empty")
+    FIELDS = ("scale", "std_mean", "std_scale", "std_constant", "rmse", "basis", "coord_mean",
+              "coord_cov", "empty")
 
     def arrays(self) -> dict[str, np.ndarray]:
         std = self.latent.std
         return {"scale": self.latent.scale, "std_mean": std.mean, "std_scale": std.scale,
                 "std_constant": std.constant, "rmse": self.rmse, "basis": self.basis,
+                "coord_mean": self.coord_mean, "coord_cov": self.coord_cov,
                 "empty": self.empty}
 
     @classmethod
@@ -180,8 +188,15 @@ class SvdFit:
         fit.latent.logit = ~np.isnan(a["scale"])
         fit.latent.std = Standardizer(a["std_mean"], a["std_scale"],
                                       a["std_constant"].astype(bool))
-        fit.rmse, fit.basis, fit.empty = a["rmse"], a["basis"], a["empty"].astype(bool)
+        fit.rmse, fit.basis = a["rmse"], a["basis"]
+        fit.coord_mean, fit.coord_cov = a["coord_mean"], a["coord_cov"]
+        fit.empty = a["empty"].astype(bool)
         return fit
+
+    def noise(self) -> np.ndarray:
+        """Each column's residual variance in latent units (a column without
+        residuals counts as unexplained, 1; none is below 1e-6)."""
+        return np.maximum(np.nan_to_num(self.rmse**2, nan=1.0), 1e-6)
 
     def fold_in(self, x: np.ndarray):
         """Predictions of rows ``x`` (NaN = not given), as a
@@ -190,14 +205,19 @@ class SvdFit:
 
         z = self.latent.std.transform(self.latent._forward(x))
         given = ~np.isnan(z)
-        recon = np.zeros_like(z)
+        noise = self.noise()
+        coords = np.tile(self.coord_mean, (len(z), 1))
         for pattern in np.unique(given, axis=0):
-            rows = np.flatnonzero((given == pattern).all(axis=1))
             if not pattern.any():
                 continue
-            coef = np.linalg.lstsq(self.basis[pattern], z[np.ix_(rows, np.flatnonzero(pattern))].T,
-                                   rcond=None)[0]
-            recon[rows] = (self.basis @ coef).T
+            rows = np.flatnonzero((given == pattern).all(axis=1))
+            v = self.basis[pattern]  # given columns x rank
+            # Coordinates' posterior mean: m + C V_g^T (V_g C V_g^T + D_g)^-1 (z_g - V_g m).
+            gain = np.linalg.solve(v @ self.coord_cov @ v.T + np.diag(noise[pattern]),
+                                   v @ self.coord_cov).T
+            coords[rows] += (z[np.ix_(rows, np.flatnonzero(pattern))]
+                             - v @ self.coord_mean) @ gain.T
+        recon = coords @ self.basis.T
         mean = self.latent.back(recon)
         std = self.latent.back_std(recon, np.broadcast_to(self.rmse, z.shape))
         mean[:, self.empty] = np.nan
@@ -372,10 +392,11 @@ def _check_fit(arrays: dict, fit_type, n_items: int, at: str) -> None:
         shapes = {"mean": (n_cols,), "covariance": (n_cols, n_cols)}
     else:
         rank = arrays["basis"].shape[-1] if arrays["basis"].ndim == 2 else 0
-        shapes = {"basis": (n_items, rank)}
+        shapes = {"basis": (n_items, rank), "coord_mean": (rank,), "coord_cov": (rank, rank)}
     for name, a in arrays.items():
         want = shapes.get(name, (n_items,))
         if a.shape != want:
             raise ValueError(f"{at}.{name}: shape {a.shape}, expected {want}")
-        if name in ("mean", "covariance", "basis") and not np.isfinite(a).all():
+        if name in ("mean", "covariance", "basis", "coord_mean", "coord_cov") and \
+                not np.isfinite(a).all():
             raise ValueError(f"{at}.{name}: not finite")
