@@ -9,7 +9,9 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
   given all of a model's observed scores, with the ``em-shrink`` / paper
   ``em`` covariance.
 * ``svd`` -- rank-2 soft-impute SVD in logit space for percentage-scale
-  columns (standardized units otherwise).
+  columns (standardized units otherwise); a new model's row
+  (:func:`complete_new_rows`) is folded into the sources' fit
+  (:class:`~benchsel.prediction.fits.SvdFit`).
 * ``ridge`` -- per cell, ridge regression on the 5 benchmarks most correlated
   with the target that the model has, in logit space.
 * ``svd+ridge`` -- their average where both predict (the published blend).

@@ -1,8 +1,10 @@
-"""Gaussians fitted on source rows, kept by what they were fitted on.
+"""Gaussian and low-rank models fitted on source rows, kept by what they were fitted on.
 
 ``auto``'s choice (:func:`~benchsel.prediction.choose_completer`) scores
-each Gaussian-based method as a new model meets it: fitted on the models a
-fold keeps, predicting the held-out ones from their given scores. The
+each Gaussian-based and low-rank method as a new model meets it: fitted on
+the models a fold keeps, predicting the held-out ones from their given
+scores (:class:`GaussianFit` conditions a row, :class:`SvdFit` folds it
+in). The
 models a fold keeps do not depend on which scores are given, so one fit
 serves every set of given benchmarks on that board: a :class:`FitStore`
 keeps each fit by the digest of the rows it was fitted on, and a fitted
@@ -294,7 +296,8 @@ class FitStore:
                         and entry[0] in KINDS and isinstance(entry[1], list)
                         and len(entry[1]) == 2
                         and all(isinstance(n, int) and n >= 0 for n in entry[1])
-                        and isinstance(entry[2], str) and len(entry[2]) == 40):
+                        and isinstance(entry[2], str) and len(entry[2]) == 40
+                        and set(entry[2]) <= set("0123456789abcdef")):
                     raise ValueError(f"{at}: expected [kind, [rows, columns], digest]")
                 kind, (_, n_items), digest = entry
                 fit_type = SvdFit if kind == "svd" else GaussianFit
