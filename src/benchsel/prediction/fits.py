@@ -48,6 +48,18 @@ def new_row_covariance(source: np.ndarray) -> str:
     return "em-shrink" if em_iteration_flops(observed) <= EM_MAX_FLOPS else "pairwise"
 
 
+#: Standardized scores of a row predicted from a fit are clipped to this many
+#: standard deviations: only an absurd score reaches it (a 1e300 among scores
+#: of 1e-7 overflowed to inf), and it keeps every prediction finite.
+Z_MAX = 1e6
+
+
+def _standardized(std, values: np.ndarray, columns=None) -> np.ndarray:
+    """``std.transform(values, columns)`` clipped to ``±Z_MAX`` (NaN stays NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.clip(std.transform(values, columns), -Z_MAX, Z_MAX)
+
+
 class GaussianFit:
     """A Gaussian fitted on source rows, predicting other rows from their scores.
 
@@ -97,7 +109,7 @@ class GaussianFit:
         return fit
 
     def z(self, values: np.ndarray) -> np.ndarray:
-        return self.std.transform(values[:, self.cols], self.cols)
+        return _standardized(self.std, values[:, self.cols], self.cols)
 
     def conditional(self, x: np.ndarray):
         """Conditional means and standard deviations of rows ``x`` given their scores.
@@ -205,7 +217,7 @@ class SvdFit:
         :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape."""
         from .completers import Completion
 
-        z = self.latent.std.transform(self.latent._forward(x))
+        z = _standardized(self.latent.std, self.latent._forward(x))
         given = ~np.isnan(z)
         noise = self.noise()
         coords = np.tile(self.coord_mean, (len(z), 1))
