@@ -271,3 +271,19 @@ def test_em_extrapolation_falls_back_where_two_items_never_meet():
         warnings.simplefilter("error", RuntimeWarning)
         pred = GaussianModel().fit(scores).predict({"b0": -5.8e-08}, method="auto")
     assert np.isfinite(pred.mean).all() and np.isfinite(pred.high).all()
+
+
+def test_a_held_out_model_of_1e300_among_scores_of_1e_7_predicts_without_overflow(tmp_path,
+                                                                                  capsys):
+    # auto's choice predicts each held-out model from a fit on the others: one
+    # scored 1e300 where they score 1e-7 standardized to inf (found by the
+    # property suite, which asks for no numerical warnings).
+    frame = pd.DataFrame([[6.99367223e-08, 2.98642823e-07], [6.37800240e-08, 4.08151741e-07],
+                          [1e300, -1.18457262e-06]], index=["a", "b", "c"], columns=["x", "y"])
+    frame.to_csv(tmp_path / "board.csv")
+    with np.errstate(all="raise"):
+        assert main(["predict", str(tmp_path / "board.csv"), "--observed", "x=7e-8",
+                     "--json"]) == 0
+    out = capsys.readouterr()
+    assert "overflow" not in out.err
+    assert all(np.isfinite(p["mean"]) for p in json.loads(out.out)["predictions"])
