@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchsel import GaussianModel, list_datasets, load_dataset
 from benchsel.plan._format import fingerprint
+from benchsel.prediction.fits import FitStore
 from benchsel.prediction.memo import RULES
 from benchsel.prediction.shipped import INDEX, board_fits
 
@@ -41,6 +42,7 @@ def main() -> None:
         if scores.values.shape[1] < 2:
             print(f"{name}: one benchmark, nothing to predict")
             continue
+        model.auto_memo.fits = FitStore()  # from scratch, not from the files being replaced
         store = board_fits(model)
         store.save(OUT / f"{name}.npz")
         key = fingerprint(scores.models, scores.items, scores.values)

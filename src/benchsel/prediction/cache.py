@@ -55,3 +55,18 @@ class CompletionCache:
                 done = COMPLETERS[method](values)
             self._done[key] = done
         return self._done[key]
+
+    def held_out(self, values: np.ndarray, held: np.ndarray, hidden: np.ndarray, method: str,
+                 fits) -> Completion:
+        """:func:`~benchsel.prediction.fits.held_out_completion`, computed on the first
+        request only (the choice's first random fold is the calibration's)."""
+        from .fits import held_out_completion
+
+        values = np.ascontiguousarray(values, dtype=float)
+        digest = hashlib.blake2b(values.tobytes(), digest_size=20)
+        digest.update(np.packbits(held).tobytes())
+        digest.update(np.packbits(hidden).tobytes())
+        key = ("held out", method, values.shape, digest.digest())
+        if key not in self._done:
+            self._done[key] = held_out_completion(values, held, hidden, method, fits, self)
+        return self._done[key]

@@ -16,7 +16,7 @@ import numpy as np
 from ..progress import report as _report
 from .cache import CompletionCache
 from .completers import COMPLETERS, Completion
-from .fits import INDUCTIVE, FitStore, held_out_completion
+from .fits import INDUCTIVE, FitStore
 from .holdout import _auto_masks, choice_folds, near_reach
 
 __all__ = [
@@ -197,7 +197,7 @@ def choose_completer(
         for m in methods:
             _report(stage, done, total)
             if held is not None and m in INDUCTIVE:
-                pred[m].append(held_out_completion(values, held, mask, m, fits, cache).mean[mask])
+                pred[m].append(cache.held_out(values, held, mask, m, fits).mean[mask])
             else:
                 pred[m].append(cache.get(held_out, m).mean[mask])
             done += 1

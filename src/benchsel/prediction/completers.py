@@ -135,6 +135,13 @@ def complete_mean(values: np.ndarray) -> Completion:
     return _finish(values, np.broadcast_to(mu, shape), np.broadcast_to(sd, shape))
 
 
+def column_prior(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`complete_mean` predicts for a row with no score: per column, the
+    mean of the ``train`` rows that have it and their spread."""
+    blank = complete_mean(np.vstack([train, np.full((1, train.shape[1]), np.nan)]))
+    return blank.mean[-1], blank.std[-1]
+
+
 def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
     std = fit_standardizer(values, covariance)
     cols = np.flatnonzero(~std.constant)
@@ -440,8 +447,7 @@ def complete_new_rows(
     mean, std = np.full(new.shape, np.nan), np.full(new.shape, np.nan)
     blank = np.isnan(new).all(axis=1)
     if blank.any():
-        prior = complete_mean(np.vstack([train, np.full((1, train.shape[1]), np.nan)]))
-        mean[blank], std[blank] = prior.mean[-1], prior.std[-1]
+        mean[blank], std[blank] = column_prior(train)
     rows = np.flatnonzero(~blank)
     if method in INDUCTIVE and rows.size:
         fits = FitStore() if fits is None else fits

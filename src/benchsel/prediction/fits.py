@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     EM_MAX_FLOPS,
@@ -76,13 +77,12 @@ class GaussianFit:
     """
 
     def __init__(self, source: np.ndarray, covariance: str):
-        from .completers import complete_mean  # completers imports this module
+        from .completers import column_prior  # completers imports this module
 
         self.std = fit_standardizer(source, covariance)
         self.cols = np.flatnonzero(~self.std.constant)
         # What a column the Gaussian cannot standardize predicts: its source mean and spread.
-        blank = complete_mean(np.vstack([source, np.full((1, source.shape[1]), np.nan)]))
-        self.fallback_mean, self.fallback_std = blank.mean[-1], blank.std[-1]
+        self.fallback_mean, self.fallback_std = column_prior(source)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est = estimate_covariance(self.z(source), covariance)
@@ -169,27 +169,29 @@ class SvdFit:
     """
 
     def __init__(self, source: np.ndarray, rank: int = 2):
-        from .completers import _Latent, _TopSubspace, soft_impute
+        from .completers import _Latent, soft_impute
 
         self.latent = _Latent(source)
-        recon, self.rmse = soft_impute(self.latent.z)
-        top = _TopSubspace(rank)
-        top.part(recon)
-        self.basis = top.v  # N x rank
+        recon, self.rmse = soft_impute(self.latent.z, rank)
+        rank = min(rank, *recon.shape)
+        self.basis = np.linalg.svd(recon, full_matrices=False)[2][:rank].T  # N x rank
         coords = recon @ self.basis
         self.coord_mean = coords.mean(axis=0)
         self.coord_cov = np.atleast_2d(np.cov(coords, rowvar=False))
-        self.empty = np.isnan(source).all(axis=0)
+
+    @property
+    def empty(self) -> np.ndarray:
+        """Columns no source row has (no residual, so no error bar): not predicted."""
+        return np.isnan(self.rmse)
 
     FIELDS = ("scale", "std_mean", "std_scale", "std_constant", "rmse", "basis", "coord_mean",
-              "coord_cov", "empty")
+              "coord_cov")
 
     def arrays(self) -> dict[str, np.ndarray]:
         std = self.latent.std
         return {"scale": self.latent.scale, "std_mean": std.mean, "std_scale": std.scale,
                 "std_constant": std.constant, "rmse": self.rmse, "basis": self.basis,
-                "coord_mean": self.coord_mean, "coord_cov": self.coord_cov,
-                "empty": self.empty}
+                "coord_mean": self.coord_mean, "coord_cov": self.coord_cov}
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> SvdFit:
@@ -204,7 +206,6 @@ class SvdFit:
                                       a["std_constant"].astype(bool))
         fit.rmse, fit.basis = a["rmse"], a["basis"]
         fit.coord_mean, fit.coord_cov = a["coord_mean"], a["coord_cov"]
-        fit.empty = a["empty"].astype(bool)
         return fit
 
     def noise(self) -> np.ndarray:
@@ -221,10 +222,11 @@ class SvdFit:
         given = ~np.isnan(z)
         noise = self.noise()
         coords = np.tile(self.coord_mean, (len(z), 1))
-        for pattern in np.unique(given, axis=0):
+        patterns, inverse = unique_rows(given)
+        for g, pattern in enumerate(patterns):
             if not pattern.any():
                 continue
-            rows = np.flatnonzero((given == pattern).all(axis=1))
+            rows = np.flatnonzero(inverse == g)
             v = self.basis[pattern]  # given columns x rank
             # Coordinates' posterior mean: m + C V_g^T (V_g C V_g^T + D_g)^-1 (z_g - V_g m).
             gain = np.linalg.solve(v @ self.coord_cov @ v.T + np.diag(noise[pattern]),

@@ -191,14 +191,13 @@ def cache_dir() -> Path | None:
     return Path(base) / "benchsel"
 
 
-def _cache_file(model, options: bool = True) -> Path | None:
-    """The decisions' file (``options``: the model's options are part of the key),
-    else the fits' (:class:`~benchsel.prediction.fits.FitStore`: the board's alone)."""
+def _cache_key(model, options: bool) -> str | None:
+    """Digest of the model's training matrix, the version and the rules (and, with
+    ``options``, the model's options); None when caching is off."""
     from .. import __version__
     from ..plan._format import fingerprint
 
-    folder = cache_dir()
-    if folder is None:
+    if cache_dir() is None:
         return None
     scores = model.scores_
     h = hashlib.sha256()
@@ -206,9 +205,20 @@ def _cache_file(model, options: bool = True) -> Path | None:
     h.update(json.dumps({"benchsel": __version__, "rules": RULES,
                          "options": model.get_params() if options else None},
                         sort_keys=True, default=str).encode())
-    if options:
-        return folder / "auto" / f"{h.hexdigest()[:32]}.json"
-    return folder / "fits" / f"{h.hexdigest()[:32]}.npz"
+    return h.hexdigest()[:32]
+
+
+def _decisions_file(model) -> Path | None:
+    """Where the decisions are kept: by training matrix and options."""
+    key = _cache_key(model, options=True)
+    return None if key is None else cache_dir() / "auto" / f"{key}.json"
+
+
+def _fits_file(model) -> Path | None:
+    """Where the fits (:class:`~benchsel.prediction.fits.FitStore`) are kept: by training
+    matrix alone, whatever the options."""
+    key = _cache_key(model, options=False)
+    return None if key is None else cache_dir() / "fits" / f"{key}.npz"
 
 
 _MAX_CACHE_BYTES = 256 << 20  # a board's decisions take kilobytes; more is not ours
@@ -223,7 +233,7 @@ def load_cached(model) -> None:
     """
     from .fits import FitStore
 
-    path = _cache_file(model)
+    path = _decisions_file(model)
     if path is not None and path.is_file():
         try:
             obj = load_file(path, max_bytes=_MAX_CACHE_BYTES, strict=True)
@@ -232,7 +242,7 @@ def load_cached(model) -> None:
             model.auto_memo.fits = fits
         except (OSError, ValueError, UnicodeDecodeError):
             pass
-    path = _cache_file(model, options=False)
+    path = _fits_file(model)
     if path is not None and path.is_file():
         try:
             if path.stat().st_size <= _MAX_CACHE_BYTES:
@@ -250,9 +260,9 @@ def save_cached(model) -> None:
 
     memo = model.auto_memo
     for path, keep, write in (
-            (_cache_file(model), len(memo),
+            (_decisions_file(model), len(memo),
              lambda p: write_json_atomic(p, memo.to_json(model.items_), allow_nan=False)),
-            (_cache_file(model, options=False), memo.fits.unsaved, memo.fits.save)):
+            (_fits_file(model), memo.fits.unsaved, memo.fits.save)):
         if path is None or not keep:
             continue
         try:

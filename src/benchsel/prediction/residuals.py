@@ -15,7 +15,7 @@ from ..progress import report as _report
 from ..splits import completion_masks
 from .cache import CompletionCache
 from .completers import complete
-from .fits import INDUCTIVE, FitStore, held_out_completion
+from .fits import INDUCTIVE, FitStore
 from .holdout import _strength_splits, choice_folds
 
 __all__ = ["calibrate_completion", "completion_residuals"]
@@ -87,7 +87,7 @@ def _hidden_residuals(values, mask, method, cache, held=None, fits=None):
     """
     train = np.where(mask, np.nan, values)
     if held is not None and method in INDUCTIVE:
-        res = held_out_completion(values, held, mask, method, fits, cache or CompletionCache())
+        res = (cache or CompletionCache()).held_out(values, held, mask, method, fits)
     else:
         res = complete(train, method, cache=cache)
     hiding = mask.any(axis=1)

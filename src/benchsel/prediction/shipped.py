@@ -16,6 +16,7 @@ other :data:`~benchsel.prediction.memo.RULES` is not read.
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib import resources
 
@@ -70,13 +71,18 @@ def shipped_fits(scores) -> FitStore | None:
     from ..plan._format import fingerprint
     from .memo import RULES
 
-    folder = _folder()
     try:
-        index = json.loads(folder.joinpath(INDEX).read_text())
+        index = _index()
         name = index["boards"].get(fingerprint(scores.models, scores.items, scores.values))
         if name is None or index.get("rules") != RULES:
             return None
-        with resources.as_file(folder.joinpath(name)) as path:
+        with resources.as_file(_folder().joinpath(name)) as path:
             return FitStore.load(path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict:
+    """The shipped index, read once per process (a protocol fits a model per fold)."""
+    return json.loads(_folder().joinpath(INDEX).read_text())
