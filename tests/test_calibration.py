@@ -336,7 +336,7 @@ def test_outside_steps_match_the_nearest_cells_by_hand():
     out = np.sort(excess[excess > 0])
     scores = np.abs(resid[excess > 0])[np.argsort(excess[excess > 0], kind="stable")]
     want, top = [], 0.0
-    for count in (30, 60, 120, 240, 250):
+    for count in (*range(31, 250, 31), 250):  # steps of an eighth of the 250 outside cells
         top = max(top, conformal_quantile(scores[:count], 0.9) / Z90)
         want.append((out[count - 1], top))
     assert cal.outside_steps == pytest.approx(want)
@@ -365,6 +365,20 @@ def test_a_model_just_past_the_range_is_calibrated_by_the_cells_near_it():
     assert np.mean(np.abs(near) <= Z90 * cal.outside) > 0.97
     far = 3.0 * rng.normal(size=40000)
     assert np.mean(np.abs(far) <= Z90 * cal.factor(3.0)) >= 0.88
+
+
+
+def test_one_badly_missed_model_nearest_the_range_does_not_widen_every_step():
+    # 40 cells of one held-out model just past its fit, missed 3 times as
+    # badly as the 6000 others near the range: the nearest step holds more
+    # than that one model, so a new model near the range keeps about 90%
+    # (a first step of those 40 cells alone gave it 3 times the width).
+    rng = np.random.default_rng(23)
+    excess = np.r_[np.zeros(2000), np.full(40, 0.005), rng.uniform(0.01, 0.5, 6000)]
+    sd = np.r_[np.ones(2000), np.full(40, 3.0), np.ones(6000)]
+    cal = fit_calibration(sd * rng.normal(size=8040), np.ones(8040), excess)
+    near = rng.normal(size=40000)
+    assert 0.88 <= np.mean(np.abs(near) <= Z90 * cal.factor(0.1)) <= 0.94
 
 
 # ------------------------------------------------------------ question level

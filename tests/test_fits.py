@@ -41,7 +41,7 @@ def test_gaussian_fit_conditions_a_row_as_the_textbook_formula():
         assert np.all(got.std[i, a] == 0)
 
 
-def test_svd_fold_in_is_the_conditional_mean_of_its_low_rank_gaussian():
+def test_svd_fold_in_is_the_conditional_of_its_low_rank_gaussian():
     values = _board()
     train, x = values[:100], values[100:104].copy()
     x[:, 2:] = np.nan  # two given scores, as many as the rank
@@ -64,8 +64,12 @@ def test_svd_fold_in_is_the_conditional_mean_of_its_low_rank_gaussian():
         full = np.zeros(z.shape[1])
         full[~a] = want
         np.testing.assert_allclose(got.mean[i, ~a], lat.back(full[None])[0, ~a], rtol=1e-8)
+        var = np.diag(cov[np.ix_(~a, ~a)]
+                      - cov[np.ix_(~a, a)] @ np.linalg.solve(cov[np.ix_(a, a)], cov[np.ix_(a, ~a)]))
+        sd = np.zeros(z.shape[1])
+        sd[~a] = np.sqrt(var)
         np.testing.assert_allclose(
-            got.std[i, ~a], lat.back_std(full[None], rmse[None])[0, ~a], rtol=1e-8)
+            got.std[i, ~a], lat.back_std(full[None], sd[None])[0, ~a], rtol=1e-8)
         np.testing.assert_array_equal(got.mean[i, a], x[i, a])
 
 

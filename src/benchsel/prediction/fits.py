@@ -161,11 +161,16 @@ class SvdFit:
     coordinates in the rank-``rank`` right singular subspace of the
     completed source are the posterior mean given its latent scores, under
     the spread of the source rows' coordinates and each column's residual
-    variance (the root mean square of the source rows' reconstruction
-    residuals, which is also the column's error bar, as ``complete_svd``
-    gives it). A plain least-squares fit of the coordinates blew up where a
-    row gave as many scores as the rank on nearly collinear columns (9.5
-    standard deviations off on a MERGED model with two given scores).
+    variance (the mean square of the source rows' reconstruction residuals).
+    A column's error bar is that model's predictive one: the coordinates'
+    posterior variance along the column's loadings plus its residual
+    variance. ``complete_svd`` gives the residual part alone, which left a
+    row with one given score the error bar of a fully observed one: on
+    MERGED's extrapolation split the calibration then multiplied it by
+    5-20 (docs/experiments/reproduction.md). A plain least-squares fit of
+    the coordinates blew up where a row gave as many scores as the rank on
+    nearly collinear columns (9.5 standard deviations off on a MERGED model
+    with two given scores).
     """
 
     def __init__(self, source: np.ndarray, rank: int = 2):
@@ -222,20 +227,30 @@ class SvdFit:
         given = ~np.isnan(z)
         noise = self.noise()
         coords = np.tile(self.coord_mean, (len(z), 1))
+        # Each column's predictive variance: the coordinates' posterior variance
+        # along its loadings plus its residual variance (without the former a
+        # row with one given score got the error bar of a fully observed one,
+        # and its calibration multipliers reached 5-20 on MERGED).
+        spread = np.tile(np.einsum("jr,rs,js->j", self.basis, self.coord_cov, self.basis),
+                         (len(z), 1))
         patterns, inverse = unique_rows(given)
         for g, pattern in enumerate(patterns):
             if not pattern.any():
                 continue
             rows = np.flatnonzero(inverse == g)
             v = self.basis[pattern]  # given columns x rank
-            # Coordinates' posterior mean: m + C V_g^T (V_g C V_g^T + D_g)^-1 (z_g - V_g m).
+            # Coordinates' posterior mean: m + C V_g^T (V_g C V_g^T + D_g)^-1 (z_g - V_g m),
+            # their covariance C - C V_g^T (V_g C V_g^T + D_g)^-1 V_g C.
             gain = np.linalg.solve(v @ self.coord_cov @ v.T + np.diag(noise[pattern]),
                                    v @ self.coord_cov).T
             coords[rows] += (z[np.ix_(rows, np.flatnonzero(pattern))]
                              - v @ self.coord_mean) @ gain.T
+            post = self.coord_cov - gain @ v @ self.coord_cov
+            spread[rows] = np.einsum("jr,rs,js->j", self.basis, post, self.basis)
         recon = coords @ self.basis.T
         mean = self.latent.back(recon)
-        std = self.latent.back_std(recon, np.broadcast_to(self.rmse, z.shape))
+        z_std = np.sqrt(np.maximum(spread, 0.0) + noise)
+        std = self.latent.back_std(recon, z_std)
         mean[:, self.empty] = np.nan
         std[:, self.empty] = np.nan
         return Completion(np.where(given, x, mean), np.where(given, 0.0, std))
