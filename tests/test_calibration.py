@@ -367,7 +367,6 @@ def test_a_model_just_past_the_range_is_calibrated_by_the_cells_near_it():
     assert np.mean(np.abs(far) <= Z90 * cal.factor(3.0)) >= 0.88
 
 
-
 def test_one_badly_missed_model_nearest_the_range_does_not_widen_every_step():
     # 40 cells of one held-out model just past its fit, missed 3 times as
     # badly as the 6000 others near the range: the nearest step holds more

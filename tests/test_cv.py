@@ -13,6 +13,7 @@ from benchsel.cli import main
 from benchsel.evaluation import (
     cross_validate,
     dated,
+    extrapolate,
     frontier,
     gaussian_entropy,
     gaussian_mutual_information,
@@ -659,3 +660,26 @@ def test_the_protocols_choose_as_select_ships(keep):
     paper = cross_validate(board, objectives=("mi",), k_max=3, folds=3, seed=2,
                            predictor="gaussian", scoring="paper")
     assert paper.orders["mi"] == [shipped(f.train, 3, True) for f in folds]
+
+
+def test_an_interval_is_scored_on_the_score_itself_not_on_its_clipped_value():
+    """AlpacaEval's strongest 30% lie more than 10 SD above its weakest half:
+    the protocol clips them at 10 SD for R², but the coverage it reports is
+    that of the interval `predict` prints around the real score (before, 40%
+    of these cells were counted as missed by intervals that held them)."""
+    from benchsel import GaussianModel
+    from benchsel.splits import strength_split
+
+    data = load_dataset("alpaca_eval")
+    res = extrapolate(data, objectives=("mi",), k_max=1)
+    split = strength_split(data.values, 0.5, 0.3)
+    model = GaussianModel().fit(data.subset(models=split.train))
+    targets = data.subset(models=split.validation)
+    given = res.orders["mi"][0][:1]
+    cols = [targets.items.index(g) for g in given]
+    p = model.predict(ScoreMatrix(targets.values[:, cols], list(targets.models), given))
+    truth = targets.values[:, [targets.items.index(i) for i in p.items]]
+    scored = ~np.isnan(truth) & ~p.observed
+    assert np.sum(np.abs(model.standardizer_.transform(truth)[scored]) > 10) > 10
+    covered = (truth >= p.low) & (truth <= p.high)
+    assert res.rows[0].interval_coverage == pytest.approx(np.mean(covered[scored]))

@@ -5,7 +5,8 @@ deviations, estimate the covariance from the training models only, select
 ``k_max`` items greedily (the first ``k`` of that order are the size-``k``
 selection), and predict each validation model's observed, unselected scores
 from the selected scores it has. Standardized validation scores are clipped
-to ``[-clip, clip]``; conditional solves add ``ridge * I``.
+to ``[-clip, clip]`` (for R²: a 90% interval is scored on the score itself);
+conditional solves add ``ridge * I``.
 
 R^2 bookkeeping (documented because papers differ on it): for one fold and
 one ``k`` the R^2 is pooled over every scored cell of every validation model,
@@ -205,8 +206,11 @@ def _fold(
     z_extra = np.clip((values[np.ix_(fold.validation, extra)] - std.mean[extra]) / extra_scale,
                       -clip, clip)
     extra_observed = ~np.isnan(z_extra)
-    # Targets are always the raw scores standardized with training statistics.
-    z_val = np.clip(std.transform(values[np.ix_(fold.validation, cols)], cols), -clip, clip)
+    # Targets are always the raw scores standardized with training statistics,
+    # clipped for R²; an interval is scored on the score itself (``z_true``): a
+    # score 12 SD out clipped to 10 is not missed by an interval at 11-14.
+    z_true = std.transform(values[np.ix_(fold.validation, cols)], cols)
+    z_val = np.clip(z_true, -clip, clip)
     quantile = ndtri(0.5 + level / 2)
     if transform == "none":
         z_train = std.transform(values[np.ix_(fold.train, cols)], cols)
@@ -308,10 +312,10 @@ def _fold(
                         factor[blank] = blank_factor()
                 sd_cal = sd * factor[:, None]
                 pred, low, high = (a[scored] for a in to_targets(mu, sd))
-                raw_cover[k - 1] = cover[k - 1] = coverage(y, low, high)
+                raw_cover[k - 1] = cover[k - 1] = coverage(z_true[scored], low, high)
                 if calibrator is not None:
                     _, low, high = (a[scored] for a in to_targets(mu, sd_cal))
-                    cover[k - 1] = coverage(y, low, high)
+                    cover[k - 1] = coverage(z_true[scored], low, high)
             y = np.concatenate([y, y_extra])
             if np.any(y != 0):
                 pred = np.concatenate([pred, np.zeros_like(y_extra)])
@@ -362,8 +366,8 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     <benchsel.gaussian.GaussianModel.predict>` with ``method=predictor``
     predicts the rest -- its bounded point prediction and its calibrated
     interval, exactly what ``benchsel predict`` prints. They are scored in
-    the protocol's standardized units (the point clipped as the targets
-    are).
+    the protocol's standardized units: the point clipped as the targets are
+    for R², the interval against the unclipped score.
 
     Returns
     -------
@@ -396,7 +400,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
         out = np.full((len(validation), validation.shape[1]), np.nan)
         out[:, where] = a
         full[name] = std.transform(out[:, cols], cols)
-    y = np.clip(std.transform(validation[:, cols], cols), -clip, clip)[scored]
+    y = std.transform(validation[:, cols], cols)[scored]  # unclipped: as _fold scores intervals
     pred = np.clip(full["mean"], -clip, clip)[scored]
     covered = coverage(y, full["low"][scored], full["high"][scored])
     raw_covered = coverage(y, full["raw_low"][scored], full["raw_high"][scored])

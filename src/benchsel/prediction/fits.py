@@ -227,10 +227,8 @@ class SvdFit:
         given = ~np.isnan(z)
         noise = self.noise()
         coords = np.tile(self.coord_mean, (len(z), 1))
-        # Each column's predictive variance: the coordinates' posterior variance
-        # along its loadings plus its residual variance (without the former a
-        # row with one given score got the error bar of a fully observed one,
-        # and its calibration multipliers reached 5-20 on MERGED).
+        # The coordinates' variance along each column's loadings: the prior's for
+        # a row with nothing given, the posterior's below.
         spread = np.tile(np.einsum("jr,rs,js->j", self.basis, self.coord_cov, self.basis),
                          (len(z), 1))
         patterns, inverse = unique_rows(given)
