@@ -3,11 +3,10 @@
 Usage: python benchmarks/coverage_groups.py [--boards merged,mteb] [--protocols frontier]
                                             [--k-max 5] [--json out.json] [--data-dir DIR]
 
-On each split it fits what ``plan``/``predict`` ship (:class:`benchsel.GaussianModel`
-with its defaults) on the sources, selects ``k`` benchmarks by MI with the
-model's :meth:`~benchsel.GaussianModel.select`, and predicts every target
-from its selected scores with :meth:`~benchsel.GaussianModel.predict`
-(the default ``auto`` and its calibrated 90% intervals). The targets are
+On each split it fits what ``plan``/``predict`` ship on the sources, selects
+``k`` benchmarks by MI and predicts every target from its selected scores, as
+``coverage_noise.py`` does (:func:`coverage_noise.shipped_predictions`: the
+default ``auto`` and its calibrated 90% intervals). The targets are
 then grouped by what ``auto`` did with them: the method it chose, the
 split it chose on (``random``, ``near``, ``strength``; ``none`` for a
 target with no selected score) and the calibration regime (``inside``,
@@ -17,9 +16,8 @@ covered 90% of the group's cells (their normalized residuals' 90th
 percentile over 1.645) and the mean signed normalized residual (positive:
 the targets scored above the prediction).
 
-Cells are scored in score units and not clipped, so a group's coverage can
-differ by a few tenths from ``benchsel evaluate``'s, which clips
-standardized scores at ±10.
+The coverage over all of a k's cells is the one ``benchsel evaluate
+--protocol frontier`` (or ``extrapolation``) reports for MI.
 """
 
 import argparse
@@ -29,31 +27,20 @@ import warnings
 
 import numpy as np
 from _data import LEADERBOARDS, add_data_dir, load_board
+from coverage_noise import LEVEL, SPLITS, shipped_predictions
 from scipy.special import ndtri
 
-from benchsel import ConvergenceWarning, DataWarning, GaussianModel, ScoreMatrix
-from benchsel.splits import frontier_split, strength_split
+from benchsel import ConvergenceWarning, DataWarning
 
-SPLITS = {"frontier": lambda v: frontier_split(v, 0.1, 5),
-          "extrapolation": lambda v: strength_split(v, 0.5, 0.3)}
 BOARDS = "mteb,merged,open_llm_v2,bigcodebench"
 
 
-def groups(data, protocol: str, k_max: int) -> list[dict]:
+def groups(scores, protocol: str, k_max: int) -> list[dict]:
     """One record per k and group of targets (see the module docstring)."""
-    values, items = data.values, list(data.items)
-    split = SPLITS[protocol](values)
-    sources, targets = split.train, split.validation
-    model = GaussianModel().fit(ScoreMatrix(values[sources], [f"m{i}" for i in sources], items))
-    z90 = ndtri(0.95)
+    z = ndtri(0.5 + LEVEL / 2)
     out = []
-    for k in range(1, k_max + 1):
-        given = list(model.select(k, objective="mi").items)
-        cols = [items.index(g) for g in given]
-        new = ScoreMatrix(values[targets][:, cols], [f"t{i}" for i in targets], given)
-        p = model.predict(new, level=0.9)
-        truth = values[targets][:, [items.index(n) for n in p.items]]
-        scored = ~np.isnan(truth) & ~p.observed
+    split = SPLITS[protocol](scores.values)
+    for k, given, p, truth, scored in shipped_predictions(scores, split, k_max):
         covered = (truth >= p.low) & (truth <= p.high)
         multiplier = np.array([c.get("multiplier", 1.0) for c in p.calibration])
         with np.errstate(divide="ignore", invalid="ignore"):  # given cells: std 0
@@ -70,7 +57,7 @@ def groups(data, protocol: str, k_max: int) -> list[dict]:
                 "coverage": float(covered[rows][cells].mean()) if s.size else None,
                 "multiplier": [float(np.median(multiplier[rows])),
                                float(multiplier[rows].min()), float(multiplier[rows].max())],
-                "needed": float(np.quantile(np.abs(s), 0.9) / z90) if s.size else None,
+                "needed": float(np.quantile(np.abs(s), LEVEL) / z) if s.size else None,
                 "bias": float(s.mean()) if s.size else None,
                 "all_coverage": float(covered[scored].mean()),
             })

@@ -76,22 +76,31 @@ def two_way_interval(covered: np.ndarray, resamples: int, seed: int = 0) -> tupl
     return float(low), float(high)
 
 
-def covered_grid(scores: ScoreMatrix, split, k_max: int):
-    """Per k, the targets x unselected benchmarks grids of covered cells: by the shipped
-    interval, and by the method's own (multiplier 1)."""
+def shipped_predictions(scores: ScoreMatrix, split, k_max: int):
+    """As ``plan``/``predict`` ship: fit on the split's sources, select ``k_max`` by MI,
+    and per k yield ``(k, given, prediction, truth, scored)`` for the targets given
+    the first ``k`` (``truth`` and ``scored``: the prediction's items, cells with a
+    score the target was not given)."""
     sources = scores.subset(models=split.train)
     model = GaussianModel().fit(sources)
     order = model.select(k_max, objective="mi").items
     targets = scores.values[split.validation]
     target_names = [scores.models[i] for i in split.validation]
-    out = []
     for k in range(1, k_max + 1):
-        given = order[:k]
+        given = list(order[:k])
         cols = [scores.items.index(b) for b in given]
-        x = ScoreMatrix(targets[:, cols], target_names, list(given))
+        x = ScoreMatrix(targets[:, cols], target_names, given)
         p = model.predict(x, level=LEVEL)
         truth = targets[:, [scores.items.index(b) for b in p.items]]
         scored = ~np.isnan(truth) & ~np.asarray(p.observed, dtype=bool)
+        yield k, given, p, truth, scored
+
+
+def covered_grid(scores: ScoreMatrix, split, k_max: int):
+    """Per k, the targets x unselected benchmarks grids of covered cells: by the shipped
+    interval, and by the method's own (multiplier 1)."""
+    out = []
+    for k, _, p, truth, scored in shipped_predictions(scores, split, k_max):
         covered = np.where(scored, ((p.low <= truth) & (truth <= p.high)).astype(float), np.nan)
         # The method's own interval, uncalibrated (multiplier 1, bounds ignored).
         multiplier = np.array([c.get("multiplier", 1.0) for c in p.calibration])[:, None]

@@ -26,8 +26,8 @@ constant, and one proportional to ``1 + e``, where the *excess* ``e`` is how
 far beyond the range the model lies (in standard deviations of the training
 models' strengths) -- so a model further out than any held-out one gets
 wider intervals still. The constant is taken from the held-out cells at
-most as far out as the new model (the nearest 30, 60, 120, ... of them,
-``Calibration.outside_steps``): the strength splits hold out models far
+most as far out as the new model (the nearest eighth of them, at least
+30, then two eighths, ..., ``Calibration.outside_steps``): the strength splits hold out models far
 beyond their fit, and a new checkpoint just past the top of its sources
 is calibrated by those that lay about as far out. This is Mondrian (category
 -conditional) split-conformal calibration (Vovk et al. 2005): coverage holds
@@ -37,7 +37,7 @@ is what keeps intervals honest under extrapolation. An ``outside``
 multiplier is never smaller than the ``inside`` one, and with fewer than
 ``min_cells`` outside cells it is the pooled one. (Either outside multiplier
 alone under-covers some bundled board under extrapolation: the constant one
-open_llm_v2 and alpaca_eval, the growing one MTEB and HELM Lite; the larger
+open_llm_v2 and WildBench, the growing one MTEB and HELM Lite; the larger
 of the two covers both, at the price of wider intervals where the constant
 one sufficed.)
 
