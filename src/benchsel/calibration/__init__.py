@@ -27,9 +27,10 @@ far beyond the range the model lies (in standard deviations of the training
 models' strengths) -- so a model further out than any held-out one gets
 wider intervals still. The constant is taken from the held-out cells at
 most as far out as the new model (the nearest eighth of them, at least
-30, then two eighths, ..., ``Calibration.outside_steps``): the strength splits hold out models far
-beyond their fit, and a new checkpoint just past the top of its sources
-is calibrated by those that lay about as far out. This is Mondrian (category
+30, then two eighths, ..., ``Calibration.outside_steps``): the strength
+splits hold out models far beyond their fit, and a new checkpoint just
+past the top of its sources is calibrated by those that lay about as far
+out. This is Mondrian (category
 -conditional) split-conformal calibration (Vovk et al. 2005): coverage holds
 within each regime when new models resemble its held-out ones, and the
 ``outside`` regime, learned from models that really lay beyond their fit,
