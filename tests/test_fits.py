@@ -206,6 +206,27 @@ def test_the_cli_uses_the_shipped_fits_and_keeps_its_own_elsewhere(tmp_path, mon
     assert len(FitStore.load(kept[0])) > 0  # written anew
 
 
+def test_a_bundled_boards_cache_keeps_only_the_fits_the_package_does_not_ship(tmp_path,
+                                                                             monkeypatch):
+    # The shipped fits come with the package: copying them into a user's cache
+    # whenever one new fit is made would write MERGED's 2.3 MB again per board.
+    from benchsel import GaussianModel
+    from benchsel.prediction.memo import _fits_file, load_cached, save_cached
+
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path))
+    model = GaussianModel().fit(load_dataset("helm_lite"))
+    shipped = len(model.auto_memo.fits)
+    assert shipped > 0
+    new = model.auto_memo.fits.get(model.scores_.values[:20], "svd")  # not shipped
+    save_cached(model)
+    kept = FitStore.load(_fits_file(model))
+    assert len(kept) == 1
+    np.testing.assert_array_equal(next(iter(kept._fits.values())).basis, new.basis)
+    again = GaussianModel().fit(load_dataset("helm_lite"))
+    load_cached(again)
+    assert len(again.auto_memo.fits) == shipped + 1 and again.auto_memo.fits.unsaved == 0
+
+
 def test_a_fits_file_that_is_not_ours_is_refused_with_its_path_and_entry(tmp_path):
     values = _board()
     store = FitStore()

@@ -267,6 +267,7 @@ class FitStore:
     def __init__(self):
         self._fits: dict = {}
         self._saved = 0  # fits read from or written to a file
+        self._shipped: set = set()  # keys of fits read from the package: never written
 
     def __len__(self) -> int:
         return len(self._fits)
@@ -280,6 +281,7 @@ class FitStore:
         """Take ``other``'s fits (as saved: they came from a file)."""
         new = [key for key in other._fits if key not in self._fits]
         self._fits.update((key, other._fits[key]) for key in new)
+        self._shipped.update(key for key in new if key in other._shipped)
         self._saved += len(new)
 
     def get(self, source: np.ndarray, kind: str):
@@ -293,11 +295,14 @@ class FitStore:
 
     # ------------------------------------------------------------------ file
     def save(self, path) -> None:
-        """Write every fit to ``path`` (a compressed ``.npz``, no pickles), atomically."""
+        """Write every fit but the shipped ones (:meth:`load` ``shipped=True``: a
+        bundled board's come with the package) to ``path``, a compressed ``.npz``
+        with no pickles, atomically."""
         from ..io import write_text_atomic
 
         index, arrays = [], {}
-        for i, ((kind, shape, digest), fit) in enumerate(self._fits.items()):
+        mine = [(key, fit) for key, fit in self._fits.items() if key not in self._shipped]
+        for i, ((kind, shape, digest), fit) in enumerate(mine):
             index.append([kind, list(shape), digest.hex()])
             arrays.update({f"{i}.{name}": a for name, a in fit.arrays().items()})
         buffer = io.BytesIO()
@@ -306,9 +311,10 @@ class FitStore:
         self._saved = len(self._fits)
 
     @classmethod
-    def load(cls, path) -> FitStore:
+    def load(cls, path, shipped: bool = False) -> FitStore:
         """Read a file written by :meth:`save`; ``ValueError`` naming ``path`` and the
-        entry if it is not one."""
+        entry if it is not one. ``shipped``: the package's own fits of a bundled
+        board, which :meth:`save` leaves out of a user's cache."""
         store = cls()
         with np.load(path, allow_pickle=False) as f:
             try:
@@ -336,6 +342,8 @@ class FitStore:
                 store._fits[(kind, tuple(entry[1]), bytes.fromhex(digest))] = \
                     fit_type.from_arrays(arrays)
         store._saved = len(store._fits)
+        if shipped:
+            store._shipped = set(store._fits)
         return store
 
 

@@ -77,7 +77,7 @@ def shipped_fits(scores) -> FitStore | None:
         if name is None or index.get("rules") != RULES:
             return None
         with resources.as_file(_folder().joinpath(name)) as path:
-            return FitStore.load(path)
+            return FitStore.load(path, shipped=True)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
