@@ -4,9 +4,8 @@
 each Gaussian-based and low-rank method as a new model meets it: fitted on
 the models a fold keeps, predicting the held-out ones from their given
 scores (:class:`GaussianFit` conditions a row, :class:`SvdFit` folds it
-in). The
-models a fold keeps do not depend on which scores are given, so one fit
-serves every set of given benchmarks on that board: a :class:`FitStore`
+in). The models a fold keeps do not depend on which scores are given, so
+one fit serves every set of given benchmarks on that board: a :class:`FitStore`
 keeps each fit by the digest of the rows it was fitted on, and a fitted
 :class:`~benchsel.gaussian.GaussianModel` holds one (in its
 :class:`~benchsel.prediction.memo.AutoMemo`) for all its predictions.

@@ -36,7 +36,7 @@ def _tails(values: np.ndarray, given: np.ndarray, tail: int | None = None) -> tu
     usable[_usable_rows(~np.isnan(values), given)] = True
     order = np.argsort(model_strength(values), kind="stable")
     if tail is None:
-        tail = (3 * values.shape[0]) // 10
+        tail = _far_tail(values.shape[0])
     strongest, weakest = order[values.shape[0] - tail:], order[:tail]
     return order, strongest[usable[strongest]], weakest[usable[weakest]]
 
@@ -54,7 +54,7 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
         return []
     observed = ~np.isnan(values)
     order, strongest, weakest = _tails(values, given)
-    half, tail = values.shape[0] // 2, (3 * values.shape[0]) // 10
+    half, tail = values.shape[0] // 2, _far_tail(values.shape[0])
     out = []
     for fit, held, hiding in ((order[:half], order[-tail:], strongest),
                               (order[-half:], order[:tail], weakest)):
@@ -68,6 +68,11 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
 
 def _near_tail(n_models: int) -> int:
     return max(NEAR_TAIL_MIN, int(NEAR_TAIL * n_models))
+
+
+def _far_tail(n_models: int) -> int:
+    """Models in each tail of the strength splits and the ``strength`` choice: 30%."""
+    return (3 * n_models) // 10
 
 
 def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
@@ -131,7 +136,7 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
         if n_models < MIN_MODELS:
             return []
         order = np.argsort(model_strength(values), kind="stable")
-        tail = _near_tail(n_models) if split == "near" else (3 * n_models) // 10
+        tail = _near_tail(n_models) if split == "near" else _far_tail(n_models)
         parts = [order[n_models - tail:], order[:tail]]
     out = []
     for part in parts:
