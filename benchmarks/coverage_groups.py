@@ -26,8 +26,14 @@ import json
 import warnings
 
 import numpy as np
-from _data import LEADERBOARDS, add_data_dir, load_board
-from coverage_noise import LEVEL, SPLITS, shipped_predictions
+from _data import load_board
+from coverage_noise import (
+    LEVEL,
+    SPLITS,
+    add_split_arguments,
+    checked_split_arguments,
+    shipped_predictions,
+)
 from scipy.special import ndtri
 
 from benchsel import ConvergenceWarning, DataWarning
@@ -66,21 +72,18 @@ def groups(scores, protocol: str, k_max: int) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boards", default=BOARDS)
-    parser.add_argument("--protocols", default=",".join(SPLITS))
-    parser.add_argument("--k-max", type=int, default=5)
-    parser.add_argument("--json")
-    add_data_dir(parser, LEADERBOARDS)
+    add_split_arguments(parser, BOARDS)
     args = parser.parse_args()
+    boards, protocols = checked_split_arguments(args)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", DataWarning)
     print("| board | protocol | k (all cells' coverage %) | method, chosen on, regime | targets "
           "| cells | coverage % | multiplier (range) | needed for 90% | mean normalized residual |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     records = []
-    for board in args.boards.split(","):
+    for board in boards:
         data = load_board(board, args.data_dir)
-        for protocol in args.protocols.split(","):
+        for protocol in protocols:
             for g in groups(data, protocol, args.k_max):
                 g.update(board=board, protocol=protocol)
                 records.append(g)

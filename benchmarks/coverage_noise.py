@@ -47,6 +47,33 @@ from benchsel.splits import frontier_split, strength_split
 LEVEL = 0.9
 TARGET = (0.85, 0.95)
 SPLITS = {"frontier": frontier_split, "extrapolation": strength_split}
+#: Every bundled leaderboard with enough models and benchmarks for both splits.
+BOARDS = "helm_lite,livebench,bigcodebench,wildbench,alpaca_eval,mteb,merged,open_llm_v2"
+
+
+def add_split_arguments(parser: argparse.ArgumentParser, boards: str) -> None:
+    """The options these coverage scripts share: ``--boards`` (default ``boards``),
+    ``--protocols``, ``--k-max``, ``--json`` and ``--data-dir``."""
+    parser.add_argument("--boards", default=boards,
+                        help=f"comma-separated bundled leaderboards (default: {boards})")
+    parser.add_argument("--protocols", default=",".join(SPLITS),
+                        help="comma-separated, of: " + ", ".join(SPLITS))
+    parser.add_argument("--k-max", type=int, default=5)
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    add_data_dir(parser, LEADERBOARDS)
+
+
+def checked_split_arguments(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """``args``' boards and protocols, each known (else exit with the bad one named)."""
+    boards, protocols = args.boards.split(","), args.protocols.split(",")
+    unknown = sorted(set(protocols) - set(SPLITS))
+    if unknown:
+        raise SystemExit(f"--protocols: {', '.join(unknown)} not one of {', '.join(SPLITS)}")
+    known = {d.name for d in list_datasets("leaderboard")}
+    for board in boards:
+        if board not in known:
+            raise SystemExit(f"--boards: {board!r} is not a bundled leaderboard")
+    return boards, protocols
 
 
 def in_target_chance(cells: int, level: float = LEVEL, target=TARGET) -> float:
@@ -113,32 +140,20 @@ def covered_grid(scores: ScoreMatrix, split, k_max: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boards", default="helm_lite,livebench,bigcodebench,wildbench,"
-                        "alpaca_eval,mteb,merged,open_llm_v2")
-    parser.add_argument("--protocols", default=",".join(SPLITS),
-                        help="comma-separated, of: " + ", ".join(SPLITS))
-    parser.add_argument("--k-max", type=int, default=5)
+    add_split_arguments(parser, BOARDS)
     parser.add_argument("--resamples", type=int, default=2000)
-    parser.add_argument("--json")
-    add_data_dir(parser, LEADERBOARDS)
     args = parser.parse_args()
+    boards, protocols = checked_split_arguments(args)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", DataWarning)
-    known = {d.name for d in list_datasets("leaderboard")}
     records = []
     print("| board | protocol | k | targets | benchmarks | cells | coverage % | "
           "two-way 90% interval | P(85-95) if exact | at multiplier 1 % |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    unknown = set(args.protocols.split(",")) - set(SPLITS)
-    if unknown:
-        raise SystemExit(f"--protocols: {', '.join(sorted(unknown))} not one of "
-                         f"{', '.join(SPLITS)}")
-    for board in args.boards.split(","):
-        if board not in known:
-            raise SystemExit(f"--boards: {board!r} is not a bundled leaderboard")
+    for board in boards:
         scores = load_board(board, args.data_dir)
         k_max = min(args.k_max, len(scores.items) - 1)
-        for protocol in args.protocols.split(","):
+        for protocol in protocols:
             make_split = SPLITS[protocol]
             split = make_split(scores.values)
             for k, covered, raw in covered_grid(scores, split, k_max):
