@@ -26,6 +26,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -145,6 +146,36 @@ def test_deep_nesting_in_a_sample_line(runs, capsys):
         read_sample_scores(run)
     assert f"{log}, line 3" in refused(capsys, "coreset", runs, "--lm-eval-task", "bs_mc_a",
                                        "-n", 5)
+
+
+def test_a_sample_line_longer_than_the_cap_is_refused(runs, monkeypatch):
+    """One unbroken line would otherwise be read whole, however long it is."""
+    import benchsel.lmeval
+
+    log = sample_log(runs, "bs_mc_a")
+    longest = max(len(x) for x in log.read_text().splitlines())
+    monkeypatch.setattr(benchsel.lmeval, "MAX_SAMPLE_LINE", longest + 1)  # the newline too
+    before = read_sample_scores(read_lm_eval(runs).run("fake-00", "bs_mc_a"))
+    edit_line(log, 2, set_key("arguments", "x" * (longest + 10)))
+    with pytest.raises(ValueError, match=f"^{log}: line 2: longer than {longest + 1:,} "
+                                         "characters"):
+        read_sample_scores(read_lm_eval(runs).run("fake-00", "bs_mc_a"))
+    assert before  # the undamaged log was read under the same cap
+
+
+def test_a_run_without_the_score_its_task_s_other_runs_give_is_named(runs):
+    """lm-eval writes "N/A" where it could not compute a score: no score, but a
+    missing cell among the task's others is said, with the results file."""
+    path = results_file(runs, "fake-03")
+    edit_results(path, lambda d: d["results"]["bs_mc_a"].__setitem__("acc,none", "N/A"))
+    with pytest.warns(DataWarning, match=r"1 run\(s\) lack the score the task's other runs "
+                                         r"give.*fake-03: bs_mc_a \(.*results_") as caught:
+        board = read_lm_eval(runs).leaderboard()
+    assert str(path) in str(caught[0].message)
+    column = next(c for c in board.items if c.startswith("bs_mc_a/"))
+    values = board.values[:, board.items.index(column)]
+    assert np.isnan(values[board.models.index("fake-03")])
+    assert np.isfinite(np.delete(values, board.models.index("fake-03"))).all()
 
 
 def test_an_integer_beyond_float_range_in_results(runs, capsys):

@@ -107,6 +107,12 @@ def test_the_undamaged_plans_predict(plans, capsys):
     (_set("benchmarks", "selection", "selected", ["no such benchmark"]),
      ["benchmarks.selection.selected: 'no such benchmark' is not a benchmark"]),
     (_set("benchmarks", "auto", "choices", 3), ["benchmarks.auto.choices: expected a list"]),
+    # Read when the plan is, though only the rebuild uses it.
+    (_set("benchmarks", "options", "bounds", "abc"),
+     ["benchmarks.options.bounds: bounds must be", "got 'abc'"]),
+    # Valid, but not what the plan was made with: found by the rebuild, at prediction.
+    (_set("benchmarks", "options", "ridge", 0.5),
+     ["benchmarks: the predictor rebuilt from the plan does not reproduce"]),
 ])
 def test_hostile_benchmark_plans_are_refused_by_json_path(plans, capsys, edit, fragments):
     plan, observed = plans["bench"]
@@ -128,6 +134,32 @@ def test_hostile_question_plans_are_refused_by_json_path(plans, capsys, edit, fr
     assert "Traceback" not in err
     if fragments:
         assert code == 1 and all(f in err for f in fragments), err
+
+
+def test_a_question_plan_rebuilt_otherwise_is_refused_by_json_path(plans, capsys):
+    plan, observed = plans["questions"]
+    _refused(capsys, _edited(plan, _set("tasks", "glue_rte", "seed", 12345)), observed,
+             "tasks.glue_rte: the method rebuilt from the plan chose other questions")
+
+
+def test_observed_question_scores_are_checked_by_file_doc_and_value(plans, capsys, tmp_path):
+    """A score outside the task's [0, 1], or a doc id given twice, names the --observed
+    file (json would keep the last of two equal keys without a word)."""
+    plan, observed = plans["questions"]
+    runs = json.loads(observed.read_text())
+    doc = next(iter(runs["glue_rte"]))
+    for name, text, fragments in [
+        ("big.json", json.dumps({"glue_rte": {**runs["glue_rte"], doc: 1e300}}),
+         [f"glue_rte, doc {doc}: score 1e+300; expected a number in [0, 1]"]),
+        ("twice.json", json.dumps({"glue_rte": runs["glue_rte"]})[:-2] + f', "{doc}": 0.5}}}}',
+         [f"the key '{doc}' appears twice in one object"]),
+    ]:
+        path = tmp_path / name
+        path.write_text(text)
+        code, _, err = _predict(capsys, plan, path)
+        assert code == 1 and "Traceback" not in err, err
+        line = next(x for x in err.splitlines() if x.startswith("benchsel: error:"))
+        assert str(path) in line and all(f in line for f in fragments), line
 
 
 def test_non_finite_numbers_and_deep_nesting(plans, capsys, tmp_path):
@@ -322,3 +354,8 @@ def test_damaged_benchmark_plans_end_in_a_named_error_or_a_finite_answer(plans, 
 def test_damaged_question_plans_end_in_a_named_error_or_a_finite_answer(plans, capsys, data):
     text = plans["questions"][0].read_text()
     _run_damaged(capsys, plans, "questions", data.draw(damaged(text)))
+
+
+def test_a_folder_given_as_the_plan_is_named_as_a_folder(capsys, tmp_path):
+    code, _, err = _cli(capsys, "predict", "--plan", tmp_path, "--observed", "MedQA=0.5")
+    assert code == 1 and f"{tmp_path}: is a folder, not a plan file" in err, err

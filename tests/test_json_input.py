@@ -109,3 +109,27 @@ def test_long_base64_strings_stay_on_disk_and_read_back_the_same(tmp_path):
     with pytest.raises(JSONInputError, match="nested 100 levels"):
         path.write_text("[" * 100 + "]" * 100)
         load_file_lazily(path)
+
+
+def test_an_object_naming_a_key_twice_is_refused():
+    """Python's json keeps the last value of a repeated key without a word."""
+    with pytest.raises(JSONInputError, match=r"obs.json: the key 'MedQA' appears twice"):
+        loads('{"MedQA": 0.5, "x": {"a": 1}, "MedQA": 0.9}', "obs.json")
+    with pytest.raises(JSONInputError, match=r"the key 'a' appears twice"):
+        loads('[{"a": 1}, {"b": {"a": 1, "a": 1}}]', "x")
+    assert loads('{"a": {"a": 1}, "b": [{"a": 2}]}', "x") == {"a": {"a": 1}, "b": [{"a": 2}]}
+
+
+@pytest.mark.parametrize("read", ["loads", "load_file", "load_file_lazily"])
+def test_a_text_of_too_many_values_is_refused_before_parsing(read, tmp_path, monkeypatch):
+    """Parsed, ``{},`` (3 bytes) is an 80-byte dict: the file size alone bounds nothing."""
+    monkeypatch.setattr(_json, "MAX_VALUES", 1000)
+    path = tmp_path / "many.json"
+    path.write_text('{"x": [' + ",".join(["{}"] * 1001) + "]}")
+    reader = {"loads": lambda p: loads(p.read_bytes(), str(p)), "load_file": load_file,
+              "load_file_lazily": _json.load_file_lazily}[read]
+    with pytest.raises(JSONInputError, match=r"many.json: about 2,003 JSON values; at most "
+                                             r"1,000 are read"):
+        reader(path)
+    path.write_text('{"x": [' + ",".join(["{}"] * 400) + "]}")
+    assert len(reader(path)["x"]) == 400

@@ -5,8 +5,9 @@ Python's ``json`` parser recurses once per nesting level (a file of
 ``int`` that no float can hold, and reads a file of any size. Every JSON
 input of benchsel (plans, lm-eval results and sample lines, ``--observed``
 files, costs and orders) is read through :func:`loads` or :func:`load_file`,
-which check the file's size and nesting depth before parsing and keep
-numbers within float range.
+which check the file's size, its count of values and its nesting depth
+before parsing, refuse an object that names a key twice, and keep numbers
+within float range.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "FileText", "JSONInputError", "load_file",
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_VALUES", "FileText", "JSONInputError", "load_file",
            "load_file_lazily", "loads", "nesting_depth"]
 
 MAX_DEPTH = 64
@@ -28,6 +29,12 @@ MAX_DEPTH = 64
 
 MAX_FILE_BYTES = 1 << 30
 """Largest JSON file read (1 GiB); override with ``BENCHSEL_MAX_JSON_BYTES``."""
+
+MAX_VALUES = 10_000_000
+"""Most objects, arrays and elements a JSON text may hold. Parsed, a value takes
+25-80 times the bytes of its text (``{},`` is 3 bytes and an 80-byte dict), so
+the file size alone does not bound memory; 10 million values stay under 1 GB.
+benchsel's files and lm-eval's hold thousands."""
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _SPECIAL = np.zeros(256, bool)
@@ -122,6 +129,17 @@ def nesting_depth(data: bytes) -> int:
     return scanner.deepest
 
 
+def _check_values(raw: bytes, where: str) -> None:
+    """Refuse a text of more than :data:`MAX_VALUES` values, counted in C before parsing
+    (every comma and opener, inside strings too: an upper bound)."""
+    if len(raw) < MAX_VALUES:
+        return  # fewer bytes than the limit: fewer values too
+    count = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if count > MAX_VALUES:
+        raise JSONInputError(f"{where}: about {count:,} JSON values; at most {MAX_VALUES:,} "
+                             "are read (parsed, they would take more memory than the file)")
+
+
 def _openers_at_most(raw: bytes, limit: int) -> bool:
     """Whether ``raw`` has at most ``limit`` of ``[`` and ``{`` (so is no deeper).
 
@@ -139,7 +157,7 @@ def _number(text: str):
 
 
 def _no_constant(name: str):
-    raise JSONInputError(f"{name} is not a JSON number")
+    raise JSONInputError(f"{name} is not a JSON number (strict JSON expected)")
 
 
 def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
@@ -169,6 +187,7 @@ def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
 
 
 def _check_depth(raw: bytes, where: str, max_depth: int) -> None:
+    _check_values(raw, where)
     if _openers_at_most(raw, max_depth):
         return  # no deeper than it has openers: the scan is not needed
     depth = nesting_depth(raw)
@@ -177,14 +196,27 @@ def _check_depth(raw: bytes, where: str, max_depth: int) -> None:
                              "are read")
 
 
+def _unique_keys(pairs: list) -> dict:
+    """``object_pairs_hook``: an object, refused if it names a key twice (``json`` would
+    keep the last value without a word, so two files that read alike could differ)."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JSONInputError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
 def _parse(text: bytes | str, where: str, strict: bool):
-    hooks = {"parse_int": _number}
+    hooks = {"parse_int": _number, "object_pairs_hook": _unique_keys}
     if strict:
         hooks["parse_constant"] = _no_constant
     try:
         return json.loads(text, **hooks)
     except JSONInputError as err:
-        raise JSONInputError(f"{where}: {err} (strict JSON expected)") from None
+        raise JSONInputError(f"{where}: {err}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise JSONInputError(f"{where}: not valid JSON ({err})") from None
     except (RecursionError, ValueError) as err:  # belt and braces: the depth is checked
@@ -304,11 +336,14 @@ def load_file_lazily(path: str | os.PathLike, *, long_strings: int = 1 << 16,
             at = stop
         fh.seek(at)
         parts.append(fh.read(read - at))  # to the end, as scanned
+    joined = b"".join(parts)
+    del parts
+    _check_values(joined, str(path))
     try:
-        text = b"".join(parts).decode("utf-8")
+        text = joined.decode("utf-8")
     except UnicodeDecodeError as err:
         raise JSONInputError(f"{path}: not valid JSON (not UTF-8 text: {err})") from None
-    del parts
+    del joined
     obj = _parse(text, str(path), strict)
     return _put_back(obj, texts, path) if texts else obj
 

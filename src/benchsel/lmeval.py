@@ -225,14 +225,16 @@ class LmEvalRuns:
         """
         wanted = list(models) if models is not None else self.models
         cells: dict[tuple[str, str], float] = {}
-        skipped = []
+        skipped, lacking, scored = [], [], set()
         for (model, task), run in self.runs.items():
             if model not in wanted:
                 continue
             run = self.full_runs.get((model, task), run)
             key = self._score_key(run, metric, filter)
             if key is None:
+                lacking.append(run)
                 continue
+            scored.add(task)
             if run.partial:
                 if partial == "error":
                     raise ValueError(
@@ -250,6 +252,17 @@ class LmEvalRuns:
                 f"{self.source}: {len(skipped)} partial run(s) left out of the leaderboard "
                 f"(fewer documents than the task has; they are observations for "
                 f"'predict --plan', not full-task scores): {_short_list(skipped)}",
+                DataWarning,
+                stacklevel=2,
+            )
+        # A run without the score its task's other runs give: lm-eval wrote "N/A" or
+        # nothing there. Its cell is missing, which the fit then has to impute: say so.
+        lacking = [r for r in lacking if r.task in scored]
+        if lacking:
+            warnings.warn(
+                f"{self.source}: {len(lacking)} run(s) lack the score the task's other runs "
+                "give, and their cells are left missing: "
+                + _short_list([f"{r.model}: {r.task} ({r.results_file})" for r in lacking]),
                 DataWarning,
                 stacklevel=2,
             )
@@ -661,6 +674,11 @@ def _slim(obj: dict) -> dict:
                               and not (isinstance(v, str) and len(v) > 32))}
 
 
+MAX_SAMPLE_LINE = 1 << 26
+"""Longest line of a sample log read (64 Mi characters); lm-eval's lines hold one
+document each: kilobytes, megabytes for long-context tasks."""
+
+
 def _read_jsonl(path: Path, stop_after: int | None = None) -> list[tuple[int, dict]]:
     """``(line number, slimmed object)`` of every non-blank line, streamed.
 
@@ -674,7 +692,13 @@ def _read_jsonl(path: Path, stop_after: int | None = None) -> list[tuple[int, di
     line_no = 0
     try:
         with path.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
+            # Read with a cap: one unbroken line would otherwise be held whole, however long.
+            while line := fh.readline(MAX_SAMPLE_LINE + 1):
+                line_no += 1
+                if len(line) > MAX_SAMPLE_LINE:
+                    raise ValueError(
+                        f"{path}: line {line_no}: longer than {MAX_SAMPLE_LINE:,} characters; "
+                        "a sample line holds one document's prompt, responses and scores")
                 if not line.strip():
                     continue
                 obj = loads(line, f"{path}, line {line_no}")

@@ -297,6 +297,11 @@ def _question_mapping(plan, source: Mapping) -> dict:
                              "{doc_id: score}")
         out[str(model)] = {str(task): _doc_scores(f"{model}: {task}", scores)
                            for task, scores in runs.items()}
+        from .plan.prediction import check_question_scores
+
+        for task, scores in out[str(model)].items():
+            if task in plan.tasks:  # other tasks are left out, with a warning, later
+                check_question_scores(plan.tasks[task], scores, f"{model}: {task}")
     return out
 
 

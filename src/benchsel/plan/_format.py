@@ -156,6 +156,8 @@ def read_plan_json(path: str | os.PathLike, *, max_decoded_bytes: int | None = N
         ``BENCHSEL_MAX_PLAN_BYTES``).
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a plan file (benchsel plan ... -o PLAN.json)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such plan file")
     try:

@@ -10,6 +10,7 @@ checked against the predictions it recorded when the plan was made.
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,14 +54,25 @@ def _matrix_from_json(obj, where: str) -> ScoreMatrix:
     return ScoreMatrix(values, models, items)
 
 
-def _check_rebuild(what: str, recorded, rebuilt) -> None:
+@contextmanager
+def _named(where: str):
+    """Errors raised within, prefixed with ``where`` (a plan part's file and JSON path):
+    a plan's predictor is rebuilt when it is first used, long after the file was read."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        raise ValueError(text if text.startswith(where) else f"{where}: {text}") from None
+
+
+def _check_rebuild(recorded, rebuilt) -> None:
     recorded = np.asarray(recorded, dtype=float)
     rebuilt = np.asarray(rebuilt, dtype=float)
     same = recorded.shape == rebuilt.shape and np.allclose(
         recorded, rebuilt, rtol=_RTOL, atol=_ATOL, equal_nan=True)
     if not same:
         raise ValueError(
-            f"{what}: the predictor rebuilt from the plan does not reproduce the plan's "
+            f"the predictor rebuilt from the plan does not reproduce the plan's "
             f"recorded predictions (this benchsel is {_version()}); make the plan again "
             "with this version"
         )
@@ -93,6 +105,7 @@ class BenchmarkPlan:
     selection: dict
     check: np.ndarray
     auto: dict | None = None
+    where: str | None = field(default=None, repr=False, compare=False)  # file: JSON path
     _model: object = field(default=None, repr=False)
 
     @property
@@ -100,16 +113,20 @@ class BenchmarkPlan:
         return list(self.selection["selected"])
 
     def model(self):
-        """The fitted :class:`~benchsel.gaussian.GaussianModel` (rebuilt once, verified)."""
-        if self._model is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DataWarning)  # said once, when planning
-                model = _fit_gaussian(self.source, self.options)
-            if self.auto is not None:  # before the check, whose calibration they hold
-                from ..prediction.memo import AutoMemo
+        """The fitted :class:`~benchsel.gaussian.GaussianModel` (rebuilt once, verified).
 
-                model.auto_memo = AutoMemo.from_json(self.auto, model.items_, "benchmarks.auto")
-            _check_rebuild("benchmark plan", self.check, _benchmark_check(model, self.selected))
+        A failure names the plan part: ``where``, its file and JSON path."""
+        if self._model is None:
+            with _named(self.where or "the benchmark plan"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DataWarning)  # said once, when planning
+                    model = _fit_gaussian(self.source, self.options)
+                if self.auto is not None:  # before the check, whose calibration they hold
+                    from ..prediction.memo import AutoMemo
+
+                    model.auto_memo = AutoMemo.from_json(
+                        self.auto, model.items_, f"{self.where or 'benchmarks'}.auto")
+                _check_rebuild(self.check, _benchmark_check(model, self.selected))
             self._model = model
         return self._model
 
@@ -126,9 +143,14 @@ class BenchmarkPlan:
             part = cls(source=_matrix_from_json(obj["source"], f"{where}.source"),
                        options=dict(obj["options"]), selection=dict(obj["selection"]),
                        check=decode_array(obj["check"], f"{where}.check"),
-                       auto=obj.get("auto"))
+                       auto=obj.get("auto"), where=where)
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
+        if "bounds" in part.options:  # the schema checks its type; its text is read here
+            from ..bounds import resolve_bounds
+
+            with _named(f"{where}.options.bounds"):
+                resolve_bounds(part.options["bounds"], part.source.items, part.source.values)
         unknown = [b for b in part.selected if b not in set(part.source.items)]
         if unknown:
             raise ValueError(f"{where}.selection.selected: {unknown[0]!r} is not a benchmark "
@@ -218,6 +240,7 @@ class TaskPlan:
     seed: int
     selected: list
     check: np.ndarray
+    where: str | None = field(default=None, repr=False, compare=False)  # file: JSON path
     _fitted: object = field(default=None, repr=False)
 
     @property
@@ -232,18 +255,21 @@ class TaskPlan:
         return float(means.min()), float(means.max())
 
     def fitted(self):
-        """The fitted question-level method (rebuilt once, verified)."""
+        """The fitted question-level method (rebuilt once, verified).
+
+        A failure names the plan part: ``where``, its file and JSON path."""
         if self._fitted is None:
-            method = _fit_method(self.method, self.source.values, self.n, self.seed,
-                                 calibrate=True)
-            chosen = [int(self.doc_ids[j]) for j in method.selected_]
-            if chosen != list(self.selected):
-                raise ValueError(
-                    f"task {self.task!r}: the method rebuilt from the plan chose other "
-                    f"questions than the plan records (this benchsel is {_version()}); "
-                    "make the plan again with this version"
-                )
-            _check_rebuild(f"task {self.task!r}", self.check, _task_check(method, self.source))
+            with _named(self.where or f"task {self.task!r}"):
+                method = _fit_method(self.method, self.source.values, self.n, self.seed,
+                                     calibrate=True)
+                chosen = [int(self.doc_ids[j]) for j in method.selected_]
+                if chosen != list(self.selected):
+                    raise ValueError(
+                        f"the method rebuilt from the plan chose other questions than the "
+                        f"plan records (this benchsel is {_version()}); make the plan again "
+                        "with this version"
+                    )
+                _check_rebuild(self.check, _task_check(method, self.source))
             self._fitted = method
         return self._fitted
 
@@ -262,7 +288,7 @@ class TaskPlan:
                        method=str(obj["method"]), n=_whole(obj["n"], "n"),
                        seed=_whole(obj["seed"], "seed"),
                        selected=[int(d) for d in obj["selected"]],
-                       check=decode_array(obj["check"], f"{where}.check"))
+                       check=decode_array(obj["check"], f"{where}.check"), where=where)
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
         if part.source.n_items != len(part.doc_ids):

@@ -114,8 +114,22 @@ def method_label(plan) -> str:
     names = sorted({p.method for p in plan.tasks.values()})
     return names[0] if len(names) == 1 else ",".join(names)
 
+def check_question_scores(part: TaskPlan, scores: Mapping[int, float], where: str) -> None:
+    """Refuse a per-question score outside the task's bounds (:attr:`TaskPlan.bounds`:
+    [0, 1] where every source model's scores lie in it)."""
+    low, high = part.bounds
+    outside = [d for d, v in scores.items() if not low <= v <= high]
+    if outside:
+        d = outside[0]
+        more = f" ({len(outside)} such scores)" if len(outside) > 1 else ""
+        raise ValueError(f"{where}, doc {d}: score {scores[d]!r}; expected a number in "
+                         f"[{low:g}, {high:g}], as every source model's per-question score "
+                         f"of the task is{more}")
+
+
 def predict_task(model: str, part: TaskPlan, scores: Mapping[int, float]):
     """(mean, std, full run?) of one model on one task from its per-question scores."""
+    check_question_scores(part, scores, f"{model}: task {part.task!r}")
     have = set(scores)
     planned = part.selected
     if have >= set(int(d) for d in part.doc_ids):
@@ -137,4 +151,7 @@ def predict_task(model: str, part: TaskPlan, scores: Mapping[int, float]):
     method = part.fitted()
     x = np.array([[scores[d] for d in planned]], dtype=float)
     m, s = method.predict(x)  # calibrated: every method has an error bar
+    if not (np.isfinite(m[0]) and np.isfinite(s[0])):
+        raise ValueError(f"{model}: task {part.task!r}: its per-question scores are too large "
+                         f"to estimate from (estimate {m[0]!r}, standard error {s[0]!r})")
     return float(m[0]), float(s[0]), False
