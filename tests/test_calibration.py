@@ -605,3 +605,36 @@ def test_auto_keeps_the_corrected_gaussian_for_a_model_the_shift_moves():
         assert auto.choices[i]["split"] == "frontier"
         np.testing.assert_allclose(auto.mean[i], gaussian.mean[i], rtol=1e-12)
     assert all(auto.choices[i]["split"] != "frontier" for i in np.flatnonzero(~moved))
+
+
+def test_a_high_level_gets_finite_multipliers_where_the_regime_has_the_cells():
+    """A step or regime of 30 cells has no finite 0.99 quantile (it asks for the 31st
+    smallest): every step of the outside regime was infinite, and every interval the
+    whole score range, though the regime had the cells for its multiplier."""
+    rng = np.random.default_rng(0)
+    residual = rng.normal(size=400)
+    excess = np.r_[np.zeros(200), rng.uniform(0, 3, 200)]
+    z = norm.ppf(0.995)
+    cal = fit_calibration(residual, np.ones(400), excess, level=0.99)
+    factors = cal.factor([0.0, 0.1, 2.0, 5.0])
+    assert np.isfinite(factors).all() and np.isfinite(cal.outside)
+    assert cal.inside == pytest.approx(conformal_quantile(np.abs(residual[:200]), 0.99) / z)
+    # The steps, where there are any, are groups of at least the 99 cells 0.99 needs.
+    cells = np.sort(excess[200:])
+    for edge, _ in cal.outside_steps:
+        assert np.sum(cells <= edge) >= 99
+    # Fewer cells than the level needs anywhere: uncalibrated, as for too few cells.
+    few = fit_calibration(residual[:60], np.ones(60), excess[:60], level=0.99)
+    assert not few.calibrated
+
+
+def test_a_high_level_prediction_on_a_bundled_board_has_finite_intervals():
+    from benchsel import GaussianModel, load_dataset
+
+    model = GaussianModel().fit(load_dataset("helm_lite"))
+    top = float(np.nanmax(model.scores_.values[:, model.items_.index("MedQA")]))
+    p = model.predict({"MedQA": min(top * 1.02, 0.99)}, level=0.99)
+    assert np.isfinite([c["multiplier"] for c in p.calibration]).all()
+    hidden = ~np.asarray(p.observed, dtype=bool)
+    assert (p.high - p.low)[hidden].min() > 0
+    assert ((p.high - p.low)[hidden] < 1).all()  # not the whole [0, 1] of every score

@@ -348,10 +348,26 @@ def test_near_reach_is_the_farthest_tail_model_beyond_the_others():
     order = np.argsort(model_strength(values), kind="stable")
     tail = len(values) // 10
     best = []
-    for held in (order[-tail:], order[:tail]):
+    for held, side in ((order[-tail:], 1.0), (order[:tail], -1.0)):
         rest = np.setdiff1d(np.arange(len(values)), held)
-        best.append(max(float(range_excess(z[rest], z[[r]])[0]) for r in held))
+        best.append(max(0.0, *(side * float(range_excess(z[rest], z[[r]], signed=True)[0])
+                               for r in held)))
     assert near_reach(values, given) == pytest.approx(tuple(best), rel=1e-12)
+
+
+def test_near_reach_counts_a_tail_model_only_on_its_own_side():
+    """The strongest model lies *below* every other on the one given item (it is
+    strongest on the rest): it reaches nothing above them. Unsigned, it read as 27
+    standard deviations above, and sent models far above to the near tails' choice."""
+    from benchsel.prediction.holdout import near_reach
+
+    m, n = 20, 12
+    values = np.tile(np.linspace(-1, 1, m)[:, None], (1, n))
+    values[:, 0] = 0.5 + 0.01 * np.sin(np.arange(m))
+    values[-1, 0] = 0.3
+    given = np.zeros(n, dtype=bool)
+    given[0] = True
+    assert near_reach(values, given) == (0.0, 0.0)
 
 
 def test_predict_auto_chooses_by_regime_and_says_so(capsys):

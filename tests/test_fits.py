@@ -4,7 +4,7 @@ reference, and the choice's use of them (one fit per board, whatever is given)."
 import numpy as np
 import pytest
 
-from benchsel import load_dataset
+from benchsel import GaussianModel, load_dataset
 from benchsel.gaussian.covariance import estimate_covariance
 from benchsel.matrix import Standardizer
 from benchsel.prediction import choose_completer, complete_new_rows
@@ -135,7 +135,6 @@ def test_the_shipped_fits_are_what_each_board_gives_today():
     import json
     from importlib import resources
 
-    from benchsel import GaussianModel
     from benchsel.prediction.memo import RULES
     from benchsel.prediction.shipped import board_fits, shipped_fits
 
@@ -251,3 +250,18 @@ def test_a_fits_file_that_is_not_ours_is_refused_with_its_path_and_entry(tmp_pat
     np.savez(tmp_path / "bad.npz", **bad)
     with pytest.raises(ValueError, match=r"bad\.npz: fit 1: missing 1\.basis"):
         FitStore.load(tmp_path / "bad.npz")
+
+
+def test_a_row_at_the_score_bound_keeps_error_bars_of_positive_width():
+    """Folded in at GPQA = MUSR = 1.0, a row's latent prediction lies so deep in the
+    logit's flat tail that its slope underflowed: standard deviations of 0 and the
+    interval [1, 1] for cells no one observed, whatever the calibration multiplied."""
+    scores = load_dataset("open_llm_v2")
+    x = np.full((1, scores.n_items), np.nan)
+    x[0, [scores.items.index("GPQA"), scores.items.index("MUSR")]] = 1.0
+    std = SvdFit(scores.values).fold_in(x).std
+    hidden = np.isnan(x)
+    assert (std[hidden] > 0.01).all(), std
+    p = GaussianModel().fit(scores).predict({"GPQA": 0.9, "MUSR": 0.9}, method="svd")
+    width = (p.high - p.low)[~np.asarray(p.observed, dtype=bool)]
+    assert (width > 0.05).all(), width

@@ -120,6 +120,12 @@ class Calibration:
         return out
 
 
+def fewest_cells(level: float) -> int:
+    """The fewest scores whose :func:`conformal_quantile` at ``level`` is finite
+    (9 at 0.9, 99 at 0.99)."""
+    return int(np.ceil(level / (1 - level) - 1e-9))
+
+
 def conformal_quantile(scores, level: float) -> float:
     """The ``ceil((n + 1) level)``-th smallest of ``n`` scores (inf when that exceeds n).
 
@@ -152,7 +158,9 @@ def fit_calibration(
         ones missed.
     level : float in (0, 1), default 0.9
     min_cells : int, default 30
-        Cells a regime needs for its own multiplier.
+        Cells a regime needs for its own multiplier; never fewer than the
+        level needs for a finite quantile (:func:`fewest_cells`: 99 at
+        0.99). At 30, a level of 0.97 or more made every step infinite.
     min_multiplier : float, default 0
         Floor of both multipliers: 1 only ever widens the predictor's own
         intervals (for few, noisy held-out cells, where narrowing an error
@@ -166,6 +174,7 @@ def fit_calibration(
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level!r}")
+    min_cells = max(min_cells, fewest_cells(level))
     residual = np.asarray(residual, dtype=float).ravel()
     std = np.asarray(std, dtype=float).ravel()
     excess = np.asarray(excess, dtype=float).ravel()
@@ -254,7 +263,7 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
     Calibration
         ``inside`` (and ``outside``) is the multiplier, ``n_inside`` the
         cells it came from; uncalibrated when either half has fewer than
-        :data:`MIN_CELLS` cells.
+        :data:`MIN_CELLS` cells (or than the level needs, :func:`fewest_cells`).
     """
     from ..matrix import column_moments
 
@@ -269,7 +278,7 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
         s = np.abs(held - mu[ok]) / sd[ok]
         scores["random" if i < n_random else "strength"].append(s[~np.isnan(s)])
     pooled = {k: np.concatenate(v) if v else np.empty(0) for k, v in scores.items()}
-    if min(p.size for p in pooled.values()) < MIN_CELLS:
+    if min(p.size for p in pooled.values()) < max(MIN_CELLS, fewest_cells(level)):
         return Calibration(level)
     z = _gaussian_quantile(level)
     m = max(conformal_quantile(p, level) for p in pooled.values()) / z

@@ -62,6 +62,8 @@ __all__ = [
 
 
 _EPS = 1e-3
+#: Farthest standardized latent score at which :meth:`_Latent.back_std` takes the logit's slope.
+_SLOPE_REACH = 3.0
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,20 @@ class _Latent:
         return lat
 
     def back_std(self, z: np.ndarray, z_std: np.ndarray) -> np.ndarray:
-        """Delta-method standard deviation in score units."""
+        """Delta-method standard deviation in score units.
+
+        The logit's slope is taken no further out than :data:`_SLOPE_REACH`
+        standard deviations of the source models' latent scores. A row folded
+        in far beyond them (scores at a bound) was predicted so deep into the
+        logit's flat tail that the slope underflowed: ``svd`` gave unobserved
+        cells a standard deviation of 0 and the interval [1, 1], which no
+        calibration multiplier widens. Beyond the sources the link's
+        compression has nothing to back it.
+        """
         slope = np.broadcast_to(self.std.scale, z.shape).copy()
         on = self.logit
-        p = expit(self.std.inverse(z)[:, on])
+        reach = np.clip(z, -_SLOPE_REACH, _SLOPE_REACH)
+        p = expit(self.std.inverse(reach)[:, on])
         slope[:, on] *= p * (1 - p) * self.scale[on]
         return z_std * slope
 

@@ -95,10 +95,12 @@ def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
     z = Standardizer.fit(values).transform(values)[:, np.asarray(given, dtype=bool)]
     _, strongest, weakest = _tails(values, given, _near_tail(values.shape[0]))
     reach = []
-    for held in (strongest, weakest):
+    # Signed: a model of the strongest tail that lies *below* the others on the given
+    # items (it is strongest on the rest) reaches nothing above them.
+    for held, side in ((strongest, 1.0), (weakest, -1.0)):
         rest = np.setdiff1d(np.arange(values.shape[0]), held)
-        reach.append(float(np.max(range_excess(z[rest], z[held]), initial=0.0))
-                     if held.size else 0.0)
+        excess = side * range_excess(z[rest], z[held], signed=True)
+        reach.append(float(np.max(excess, initial=0.0)) if held.size else 0.0)
     return reach[0], reach[1]
 
 
