@@ -167,7 +167,7 @@ def test_plan_questions_with_a_total_budget():
     assert sum(p.n for p in plan.tasks.values()) == 60
     assert plan.allocation == "total"
     assert set(plan.lm_eval_samples()) == {"gsm", "math"}
-    with pytest.raises(ValueError, match="exactly one of n"):
+    with pytest.raises(ValueError, match="and total .spread over tasks., not both"):
         plan_questions(tasks, n=10, total=60)
 
 

@@ -146,7 +146,7 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, c
     command renders, row for row and figure for figure with its JSON."""
     import warnings
 
-    from benchsel.analyses import audit, discover, normality, question_budget
+    from benchsel.analyses import audit, discover, normality, paired_difference, question_budget
     from benchsel.coreset.evaluate import evaluate_coresets
     from benchsel.evaluation import evaluate_completion, frontier, oracle_subsets
 
@@ -217,6 +217,14 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, c
     same(frame["gain"], out["selection"]["gains"])
     frame = benchsel.plan_questions("helm_openbookqa", n=20).to_frame()
     assert frame.loc["helm_openbookqa", ["questions", "of"]].tolist() == [20, 500]
+
+    questions = benchsel.load_dataset("helm_openbookqa")
+    a, b = questions.models[:2]
+    frame = paired_difference(questions, a, b).to_frame()
+    out = _cli_json(capsys, "compare", "helm_openbookqa", "--paired", "--models", f"{a},{b}")
+    assert list(frame.index) == [(a, b)]
+    same(frame.iloc[0][["difference", "std", "low", "high", "p_b_better"]],
+         [out["paired"][key] for key in ("difference", "std", "low", "high", "p_b_better")])
 
     frame = evaluate_coresets("helm_openbookqa", methods=("stratified-sampling",),
                               trials=1).to_frame()
@@ -392,3 +400,29 @@ def test_decisions_kept_under_other_rules_are_not_read(tmp_path, monkeypatch, ca
     assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
     now = list((tmp_path / "cache" / "auto").glob("*.json"))
     assert len(now) == 2 and set(kept) < set(now)
+
+
+def test_library_defaults_give_what_the_cli_prints(capsys):
+    """A random selection, and a question plan without n: the library's defaults were
+    seed None (a new draw each call) and no n at all, the CLI's 0 and 50."""
+    helm = benchsel.load_dataset("helm_lite")
+    picked = benchsel.GaussianModel().fit(helm).select(3, objective="random").items
+    assert picked == benchsel.GaussianModel().fit(helm).select(3, objective="random").items
+    cli = _cli_json(capsys, "select", "helm_lite", "-k", "3", "--objective", "random")
+    assert cli["selected"] == picked
+    plan = benchsel.plan_questions({"glue_rte": benchsel.load_dataset("glue_rte")})
+    assert len(plan.questions["glue_rte"]) == 50
+
+
+def test_the_oracle_protocol_runs_with_the_cli_defaults(capsys):
+    """--k-max defaulted to 15 for every protocol, and the oracle's subsets of 15 of
+    helm_lite's 11 benchmarks left nothing to predict: its own default, 3, as the
+    library's."""
+    helm = benchsel.load_dataset("helm_lite")
+    cli = _cli_json(capsys, "evaluate", "helm_lite", "--protocol", "oracle", "--folds", "2")
+    from benchsel.evaluation import oracle_subsets
+
+    lib = oracle_subsets(helm, folds=2).to_dict()
+    assert [r["k"] for r in cli["results"]] == [1, 2, 3]
+    assert [r["r2_oracle"] for r in cli["results"]] == \
+        pytest.approx([r["r2_oracle"] for r in lib["results"]], rel=1e-12)

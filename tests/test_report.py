@@ -159,6 +159,27 @@ def test_library_report_matches_a_direct_fit():
         report.close()
 
 
+def test_the_report_fits_with_the_transform_it_is_given(tmp_path, capsys):
+    """report --transform logit was accepted and silently ignored: the page showed the
+    untransformed selection (MedQA, GSM8K, OpenbookQA where select gives GSM8K, MATH,
+    MMLU)."""
+    from benchsel.gaussian import GaussianModel
+
+    helm = load_dataset("helm_lite")
+    direct = GaussianModel(transform="logit", calibration="none").fit(helm).select(
+        3, objective="mi")
+    plain = GaussianModel(calibration="none").fit(helm).select(3, objective="mi")
+    assert direct.items != plain.items  # else this test could not tell them apart
+    code, _, err = run(capsys, "report", "helm_lite", "-o", tmp_path / "r.html", "-k", 3,
+                        "--folds", 2, "--k-max", 2, "--transform", "logit", "--quiet")
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    start = page.index('<section id="selection">')
+    section = unescape(page[start:page.index("</section>", start)])
+    assert all(name in section for name in direct.items), section
+    assert not all(name in section for name in plain.items)
+
+
 # ----------------------------------------------------------------- browser
 def _browser(tmp_path: Path):
     """A headless Chromium driven by chromedriver, or a skip saying what is missing."""

@@ -20,6 +20,7 @@ from .names import (
     COVARIANCE_METHODS,
     DEFAULT_CORESET_METHOD,
     DEFAULT_PREDICTOR,
+    DEFAULT_QUESTIONS,
     FOLD_SPLITTERS,
     INPUT_FORMATS,
     OBJECTIVES,
@@ -356,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of folds (default 10; 3 for the complete protocol)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="holdout fraction p; training uses floor((1-p) M) models (default 0.1)")
-    p.add_argument("--k-max", type=_positive_int, default=15,
-                   help="evaluate subsets of size 1..K (default 15)")
+    p.add_argument("--k-max", type=_positive_int, default=None,
+                   help="evaluate subsets of size 1..K (default 15; 3 for --protocol oracle, "
+                   "whose subsets grow combinatorially with K)")
     p.add_argument("--objectives", default="mi,entropy,random",
                    help="comma-separated objectives (default mi,entropy,random)")
     p.add_argument("--keep-aggregates", action="store_true",
@@ -402,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("coreset", help="pick the questions to run on a new model")
     _add_data(p, model_options=False)
-    p.add_argument("-n", type=_coreset_size, default="50",
+    p.add_argument("-n", type=_coreset_size, default=str(DEFAULT_QUESTIONS),
                    help="questions to pick, a count or a percentage such as 5%% (default 50)")
     p.add_argument("--method", default="default",
                    help=f"default ({DEFAULT_CORESET_METHOD}) or one of: "
@@ -423,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "target, every other model source; stratified: --sources models spread "
                    "over 10 score bins, the rest targets (Bowyer et al.); dated: models "
                    "before --before (by --order) source, the later ones target")
-    p.add_argument("-n", "--n", type=_coreset_size, default="50", dest="n",
+    p.add_argument("-n", "--n", type=_coreset_size, default=str(DEFAULT_QUESTIONS), dest="n",
                    help="questions per coreset, a count or a percentage such as 5%% "
                    "(default 50)")
     p.add_argument("--sources", type=_positive_int,

@@ -27,6 +27,12 @@ COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ri
 #: The benchmark-level predictor of ``predict``, ``Plan.predict`` and
 #: ``GaussianModel.predict``: one default for the library and the CLI.
 DEFAULT_PREDICTOR = "auto"
+#: Questions per task of a question-level plan or coreset when no count is given
+#: (``plan_questions`` and ``benchsel plan --kind questions`` / ``coreset`` alike).
+DEFAULT_QUESTIONS = 50
+#: The largest subset size ``evaluate --protocol oracle`` / ``oracle_subsets`` score by
+#: default: every subset of each size is fitted, so the count grows combinatorially.
+ORACLE_K_MAX = 3
 #: Question-level methods (:data:`benchsel.coreset.registry.METHODS`).
 CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-learn", "aipw",
                    "gaussian-greedy", "gaussian-dr", "guarded-ensemble", "random-search-learn",

@@ -63,6 +63,13 @@ class PairedDifference:
     def to_dict(self) -> dict:
         return json_record(self)
 
+    def to_frame(self):
+        """The comparison ``compare --paired`` prints, as a one-row
+        :class:`pandas.DataFrame` indexed by the two models."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()]).set_index(["model_a", "model_b"])
+
 
 def paired_difference(scores: ScoreMatrix, a: str, b: str, *,
                       level: float = 0.9) -> PairedDifference:

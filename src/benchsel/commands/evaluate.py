@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR
+from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR, ORACLE_K_MAX
 from ..progress import Progress
 from ._args import UsageError, _dated_cut, _load, _names
 from ._render import _emit, _table
@@ -26,6 +26,8 @@ def cmd_evaluate(args) -> int:
     args.folds_given = args.folds is not None
     if args.folds is None:
         args.folds = 10
+    if args.k_max is None:  # the oracle's subsets grow combinatorially in k: its own default
+        args.k_max = ORACLE_K_MAX if args.protocol == "oracle" else 15
     objectives = tuple(_names(args.objectives))
     common = dict(objectives=objectives, k_max=args.k_max, covariance=args.covariance,
                   seed=args.seed)

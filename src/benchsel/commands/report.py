@@ -38,7 +38,8 @@ def cmd_report(args) -> int:
             scores, dataset=str(args.data if args.data is not None else args.plan),
             prediction=pred, k=args.k, folds=args.folds, k_max=args.k_max,
             bootstrap=args.bootstrap, threshold=args.threshold, covariance=args.covariance,
-            seed=args.seed, level=args.coverage, progress=progress)
+            transform=args.transform, calibration=args.calibration, seed=args.seed,
+            level=args.coverage, progress=progress)
     finally:
         progress.close()
     try:

@@ -153,7 +153,7 @@ def cmd_plan(args) -> int:
                               "runs give the leaderboard, sample logs the questions)")
         with _workers(args):
             sources = _question_sources(args)
-        questions = dict(n=None if args.total is not None else (args.n or "50"),
+        questions = dict(n=None if args.total is not None else args.n,
                          total=args.total, method=args.method, seed=args.seed,
                          metric=sources.metrics, filter=sources.filters, command=command)
         if args.kind == "questions":

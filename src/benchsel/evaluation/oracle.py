@@ -21,6 +21,7 @@ import numpy as np
 from .._parallel import one_blas_thread
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
+from ..names import ORACLE_K_MAX
 from ..splits import kfold_with_holdout
 from .cv import _check_common, cross_validate
 from .metrics import json_record
@@ -129,7 +130,7 @@ def _greedy_r2(result, objective: str, k: int) -> float:
 def oracle_subsets(
     scores: ScoreMatrix,
     *,
-    k_max: int = 3,
+    k_max: int = ORACLE_K_MAX,
     folds: int = 10,
     holdout: float = 0.1,
     covariance: str = "auto",

@@ -307,7 +307,7 @@ class GaussianModel:
         costs: Mapping[str, float] | np.ndarray | None = None,
         budget: float | None = None,
         target_residual: float | None = None,
-        seed=None,
+        seed=0,
         keep_aggregates: bool = False,
     ) -> Selection:
         """Choose the items to run on a new model.
@@ -328,8 +328,9 @@ class GaussianModel:
             Cap on the total cost.
         target_residual : float in (0, 1), optional
             Stop once the unexplained variance fraction is at or below this.
-        seed : int, optional
-            For ``objective="random"``.
+        seed : int, numpy Generator or None, default 0
+            For ``objective="random"``: 0, as ``benchsel select --seed``, so
+            that the library and the CLI pick the same; ``None`` draws afresh.
         keep_aggregates : bool, default False
             Columns that aggregate the others (a mean win rate, an average,
             a rank: :func:`benchsel.aggregates.aggregate_columns`) cannot be

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..matrix import _short_list
+from ..names import DEFAULT_QUESTIONS
 from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._plan import Plan
 from .allocation import allocate_questions, error_curve
@@ -131,7 +132,9 @@ def plan_questions(
         Which tasks of lm-eval output to plan; the name of one task's matrix.
     n : int, str or mapping task -> int or str, optional
         Questions per task: a count, a percentage such as ``"5%"``, or one
-        per task. Exactly one of ``n`` and ``total``.
+        per task. At most one of ``n`` and ``total``; without either, ``n``
+        is :data:`benchsel.names.DEFAULT_QUESTIONS` (50), as ``benchsel plan
+        --kind questions``.
     total : int, optional
         A question budget spread over the tasks where the method's measured
         error falls most (:mod:`benchsel.plan.allocation`).
@@ -168,8 +171,10 @@ def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
 
     if not tasks:
         raise ValueError("a question-level plan needs at least one task")
-    if (n is None) == (total is None):
-        raise ValueError("give exactly one of n (per task) and total (spread over tasks)")
+    if n is not None and total is not None:
+        raise ValueError("give one of n (per task) and total (spread over tasks), not both")
+    if n is None and total is None:
+        n = DEFAULT_QUESTIONS  # as the CLI's -n
     for task, scores in tasks.items():
         missing = np.isnan(scores.values)
         if missing.any():

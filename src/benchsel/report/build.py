@@ -205,14 +205,16 @@ def _selection(b: _Builder, s: Section, model: GaussianModel, k: int) -> None:
 
 
 def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: int, k_max: int,
-                      covariance: str, seed: int, level: float) -> None:
+                      covariance: str, transform: str, calibration: str, seed: int,
+                      level: float) -> None:
     from ..evaluation import cross_validate
 
     k_max = min(k_max, scores.n_items - 1)
     if k_max < 1:
         raise ValueError("cross-validation needs at least two benchmarks")
     result = cross_validate(scores, folds=folds, k_max=k_max, covariance=covariance,
-                            seed=seed, level=level, predictor="gaussian")
+                            transform=transform, calibrate=calibration != "none", seed=seed,
+                            level=level, predictor="gaussian")
     cv = result.to_dict()
     b.payload["cv"] = cv
     best = max((r for r in result.rows if r.objective == "mi"), key=lambda r: r.r2_mean)
@@ -318,7 +320,8 @@ def _new_model(b: _Builder, s: Section, prediction, scores: ScoreMatrix) -> None
 
 def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: int = 5,
                  folds: int = 5, k_max: int = 10, bootstrap: int = 0, threshold: float = 5.0,
-                 covariance: str = "auto", seed: int = 0, level: float = 0.9,
+                 covariance: str = "auto", transform: str = "none",
+                 calibration: str = "conformal", seed: int = 0, level: float = 0.9,
                  progress=None) -> Report:
     """Compute every section of a leaderboard's report.
 
@@ -341,6 +344,13 @@ def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: 
     threshold : float, default 5
         Audit threshold on the robust leave-one-out z.
     covariance : str, default "auto"
+    transform : str, default "none"
+        Per-column transform of the fit, the selection and the
+        cross-validation (:class:`~benchsel.GaussianModel`); the discover and
+        audit sections work on the score scale.
+    calibration : str, default "conformal"
+        Whether the cross-validation's intervals are calibrated (``"none"``:
+        the Gaussian's own).
     seed : int, default 0
     level : float, default 0.9
         Nominal coverage of the intervals.
@@ -359,7 +369,8 @@ def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: 
 
     def fit_spectrum(builder, section):
         # The report's own fit only selects; intervals are calibrated per fold in cv.
-        fitted.append(GaussianModel(covariance=covariance, calibration="none").fit(scores))
+        fitted.append(GaussianModel(covariance=covariance, transform=transform,
+                                    calibration="none").fit(scores))
         _spectrum(builder, section, fitted[0])
 
     def selection(builder, section):
@@ -372,7 +383,8 @@ def build_report(scores: ScoreMatrix, *, dataset: str = "", prediction=None, k: 
         b.section("spectrum", "How many benchmarks", fit_spectrum)
         b.section("selection", "Which benchmarks to run", selection)
         b.section("cv", "How well the rest is predicted", _cross_validation, scores,
-                  folds=folds, k_max=k_max, covariance=covariance, seed=seed, level=level)
+                  folds=folds, k_max=k_max, covariance=covariance, transform=transform,
+                  calibration=calibration, seed=seed, level=level)
         b.section("discover", "What each benchmark adds", _discover, scores,
                   bootstrap=bootstrap, covariance=covariance, seed=seed)
         b.section("audit", "Scores that decouple", _audit, scores, threshold=threshold,
