@@ -23,7 +23,6 @@ The coverage over all of a k's cells is the one ``benchsel evaluate
 import argparse
 import collections
 import json
-import warnings
 
 import numpy as np
 from _data import load_board
@@ -31,12 +30,10 @@ from coverage_noise import (
     LEVEL,
     SPLITS,
     add_split_arguments,
-    checked_split_arguments,
+    parse_split_arguments,
     shipped_predictions,
 )
 from scipy.special import ndtri
-
-from benchsel import ConvergenceWarning, DataWarning
 
 BOARDS = "mteb,merged,open_llm_v2,bigcodebench"
 
@@ -73,10 +70,7 @@ def groups(scores, protocol: str, k_max: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_split_arguments(parser, BOARDS)
-    args = parser.parse_args()
-    boards, protocols = checked_split_arguments(args)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    warnings.simplefilter("ignore", DataWarning)
+    args, boards, protocols = parse_split_arguments(parser)
     print("| board | protocol | k (all cells' coverage %) | method, chosen on, regime | targets "
           "| cells | coverage % | multiplier (range) | needed for 90% | mean normalized residual |")
     print("|---|---|---|---|---|---|---|---|---|---|")

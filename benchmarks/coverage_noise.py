@@ -63,8 +63,12 @@ def add_split_arguments(parser: argparse.ArgumentParser, boards: str) -> None:
     add_data_dir(parser, LEADERBOARDS)
 
 
-def checked_split_arguments(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """``args``' boards and protocols, each known (else exit with the bad one named)."""
+def parse_split_arguments(parser: argparse.ArgumentParser):
+    """``(args, boards, protocols)``, each board and protocol known (else exit with the bad
+    one named); the fits' convergence and data warnings are silenced, as in a table."""
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.simplefilter("ignore", DataWarning)
     boards, protocols = args.boards.split(","), args.protocols.split(",")
     unknown = sorted(set(protocols) - set(SPLITS))
     if unknown:
@@ -73,7 +77,7 @@ def checked_split_arguments(args: argparse.Namespace) -> tuple[list[str], list[s
     for board in boards:
         if board not in known:
             raise SystemExit(f"--boards: {board!r} is not a bundled leaderboard")
-    return boards, protocols
+    return args, boards, protocols
 
 
 def in_target_chance(cells: int, level: float = LEVEL, target=TARGET) -> float:
@@ -142,10 +146,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_split_arguments(parser, BOARDS)
     parser.add_argument("--resamples", type=int, default=2000)
-    args = parser.parse_args()
-    boards, protocols = checked_split_arguments(args)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    warnings.simplefilter("ignore", DataWarning)
+    args, boards, protocols = parse_split_arguments(parser)
     records = []
     print("| board | protocol | k | targets | benchmarks | cells | coverage % | "
           "two-way 90% interval | P(85-95) if exact | at multiplier 1 % |")

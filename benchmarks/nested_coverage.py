@@ -30,7 +30,6 @@ oracle.
 
 import argparse
 import json
-import warnings
 
 import numpy as np
 from _data import load_board
@@ -40,12 +39,10 @@ from coverage_noise import (
     SPLITS,
     TARGET,
     add_split_arguments,
-    checked_split_arguments,
+    parse_split_arguments,
     shipped_predictions,
 )
 from scipy.special import ndtri
-
-from benchsel import ConvergenceWarning, DataWarning
 
 Z = float(ndtri(0.5 + LEVEL / 2))
 
@@ -85,10 +82,7 @@ def compare(scores, protocol: str, k_max: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_split_arguments(parser, BOARDS)
-    args = parser.parse_args()
-    boards, protocols = checked_split_arguments(args)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    warnings.simplefilter("ignore", DataWarning)
+    args, boards, protocols = parse_split_arguments(parser)
     print("| board | protocol | k | nested: coverage % | nested need | board: coverage % "
           "| board need | ratio | board under the nested need % |")
     print("|---|---|---|---|---|---|---|---|---|")
