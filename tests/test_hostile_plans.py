@@ -359,3 +359,22 @@ def test_damaged_question_plans_end_in_a_named_error_or_a_finite_answer(plans, c
 def test_a_folder_given_as_the_plan_is_named_as_a_folder(capsys, tmp_path):
     code, _, err = _cli(capsys, "predict", "--plan", tmp_path, "--observed", "MedQA=0.5")
     assert code == 1 and f"{tmp_path}: is a folder, not a plan file" in err, err
+
+
+def test_an_observed_file_s_names_and_scales_are_checked_by_file(plans, capsys, tmp_path):
+    """An --observed file with a benchmark the plan lacks, or a score in percent where the
+    board holds fractions: the error names the file, the benchmark and the value."""
+    plan, observed = plans["bench"]
+    scores = json.loads(observed.read_text())
+    first = next(iter(scores))
+    for name, given, fragments in [
+        ("unknown.json", {**scores, "Nope": 0.5}, ["unknown benchmark name(s): 'Nope'"]),
+        ("percent.json", {**scores, first: 62}, [f"{first} = 62 looks like a percent"]),
+    ]:
+        path = tmp_path / name
+        path.write_text(json.dumps(given))
+        code, _, err = _predict(capsys, plan, path)
+        assert code == 1 and "Traceback" not in err, err
+        line = next(x for x in err.splitlines() if x.startswith("benchsel: error:"))
+        assert line.startswith(f"benchsel: error: {path}: ") and \
+            all(f in line for f in fragments), line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -131,7 +132,20 @@ def _predict_noise(args, model, observed):
 
 def _on_the_boards_scale(args, model, observed):
     """Scores given as percent for a column of fractions (or the reverse): an error that
-    says what to give, or with ``--rescale`` put on the column's scale."""
+    says what to give, or with ``--rescale`` put on the column's scale. An error about the
+    scores (a name the board lacks, a scale slip) names the ``--observed`` file they came
+    from."""
+    given = args.observed or []
+    source = given[0] if len(given) == 1 and Path(given[0]).is_file() else None
+    try:
+        return _rescaled(args, model, observed)
+    except ValueError as err:
+        if source is None or str(err).startswith(source):
+            raise
+        raise ValueError(f"{source}: {err}") from None
+
+
+def _rescaled(args, model, observed):
     fixed, changes = model.rescaled(observed)
     if not changes:
         return observed
