@@ -282,6 +282,8 @@ def _json_file(source) -> Path | None:
 
 def _question_mapping(plan, source: Mapping) -> dict:
     """``{task: {doc_id: score}}`` (one model) or ``{model: {task: ...}}``, checked."""
+    from .plan.prediction import check_question_scores
+
     def is_task_level(value) -> bool:  # {doc_id: score}: numbers inside
         return isinstance(value, Mapping) and not any(isinstance(v, Mapping)
                                                       for v in value.values())
@@ -297,8 +299,6 @@ def _question_mapping(plan, source: Mapping) -> dict:
                              "{doc_id: score}")
         out[str(model)] = {str(task): _doc_scores(f"{model}: {task}", scores)
                            for task, scores in runs.items()}
-        from .plan.prediction import check_question_scores
-
         for task, scores in out[str(model)].items():
             if task in plan.tasks:  # other tasks are left out, with a warning, later
                 check_question_scores(plan.tasks[task], scores, f"{model}: {task}")
