@@ -143,14 +143,19 @@ def test_a_question_plan_rebuilt_otherwise_is_refused_by_json_path(plans, capsys
 
 
 def test_observed_question_scores_are_checked_by_file_doc_and_value(plans, capsys, tmp_path):
-    """A score outside the task's [0, 1], or a doc id given twice, names the --observed
-    file (json would keep the last of two equal keys without a word)."""
+    """A score outside the task's [0, 1], a doc id given twice or a planned one missing
+    names the --observed file (json would keep the last of two equal keys without a
+    word)."""
     plan, observed = plans["questions"]
     runs = json.loads(observed.read_text())
     doc = next(iter(runs["glue_rte"]))
     for name, text, fragments in [
         ("big.json", json.dumps({"glue_rte": {**runs["glue_rte"], doc: 1e300}}),
-         [f"glue_rte, doc {doc}: score 1e+300; expected a number in [0, 1]"]),
+         [f"task 'glue_rte', doc {doc}: score 1e+300; expected a number in [0, 1]"]),
+        ("short.json", json.dumps({"glue_rte": {d: v for d, v in runs["glue_rte"].items()
+                                                if d != doc}}),
+         [f"task 'glue_rte': the run lacks 1 of the {len(runs['glue_rte'])} planned questions"
+          f" (doc ids {doc})"]),
         ("twice.json", json.dumps({"glue_rte": runs["glue_rte"]})[:-2] + f', "{doc}": 0.5}}}}',
          [f"the key '{doc}' appears twice in one object"]),
     ]:

@@ -282,7 +282,7 @@ def _json_file(source) -> Path | None:
 
 def _question_mapping(plan, source: Mapping) -> dict:
     """``{task: {doc_id: score}}`` (one model) or ``{model: {task: ...}}``, checked."""
-    from .plan.prediction import check_question_scores
+    from .plan.prediction import check_task_run
 
     def is_task_level(value) -> bool:  # {doc_id: score}: numbers inside
         return isinstance(value, Mapping) and not any(isinstance(v, Mapping)
@@ -301,7 +301,7 @@ def _question_mapping(plan, source: Mapping) -> dict:
                            for task, scores in runs.items()}
         for task, scores in out[str(model)].items():
             if task in plan.tasks:  # other tasks are left out, with a warning, later
-                check_question_scores(plan.tasks[task], scores, f"{model}: {task}")
+                check_task_run(plan.tasks[task], scores, f"{model}: task {task!r}")
     return out
 
 

@@ -114,9 +114,15 @@ def method_label(plan) -> str:
     names = sorted({p.method for p in plan.tasks.values()})
     return names[0] if len(names) == 1 else ",".join(names)
 
-def check_question_scores(part: TaskPlan, scores: Mapping[int, float], where: str) -> None:
-    """Refuse a per-question score outside the task's bounds (:attr:`TaskPlan.bounds`:
-    [0, 1] where every source model's scores lie in it)."""
+def check_task_run(part: TaskPlan, scores: Mapping[int, float], where: str) -> None:
+    """Refuse a run of a planned task that lacks a planned question, or has a score
+    outside the task's bounds (:attr:`TaskPlan.bounds`: [0, 1] where every source
+    model's scores lie in it)."""
+    missing = [d for d in part.selected if d not in scores]
+    if missing:
+        raise ValueError(
+            f"{where}: the run lacks {len(missing)} of the {len(part.selected)} planned "
+            f"questions (doc ids {_ids(missing)}); run lm-eval with the plan's --samples file")
     low, high = part.bounds
     outside = [d for d, v in scores.items() if not low <= v <= high]
     if outside:
@@ -129,19 +135,12 @@ def check_question_scores(part: TaskPlan, scores: Mapping[int, float], where: st
 
 def predict_task(model: str, part: TaskPlan, scores: Mapping[int, float]):
     """(mean, std, full run?) of one model on one task from its per-question scores."""
-    check_question_scores(part, scores, f"{model}: task {part.task!r}")
+    check_task_run(part, scores, f"{model}: task {part.task!r}")
     have = set(scores)
     planned = part.selected
     if have >= set(int(d) for d in part.doc_ids):
         # The whole task was run: its score is known, nothing to predict.
         return float(np.mean([scores[int(d)] for d in part.doc_ids])), 0.0, True
-    missing = [d for d in planned if d not in have]
-    if missing:
-        raise ValueError(
-            f"{model}: the run of {part.task!r} lacks {len(missing)} of the "
-            f"{len(planned)} planned questions (doc ids {_ids(missing)}); "
-            "run lm-eval with the plan's --samples file"
-        )
     extra = sorted(have - set(planned))
     if extra:
         warnings.warn(
