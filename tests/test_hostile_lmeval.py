@@ -279,6 +279,17 @@ def test_an_unreadable_results_file_is_the_same_error(runs, monkeypatch):
 
 
 # ---------------------------------------------------------------- messages
+def test_a_doc_id_only_one_log_has_is_traced_to_that_model(runs, capsys, tmp_path):
+    """A sample line whose doc_id was changed leaves every other model without that
+    question: the message says which models have it, so the odd log is found."""
+    log = sample_log(runs, "bs_mc_a", "fake-04")
+    edit_line(log, 3, set_key("doc_id", 99))
+    line = refused(capsys, "plan", runs, "--kind", "questions", "--lm-eval-task", "bs_mc_a",
+                   "-n", 3, "-o", tmp_path / "plan.json")
+    assert "no score for 'bs_mc_a/99', which 1 of the 12 source models have ('fake-04')" \
+        in line, line
+
+
 def test_a_sample_log_alone_names_the_metrics_it_holds(lm_eval_runs, runs, capsys, tmp_path):
     """A benchmark-level plan given only sample logs said "it has  (choose with ...)"."""
     plan = tmp_path / "plan.json"

@@ -372,12 +372,12 @@ def test_an_observed_file_s_names_and_scales_are_checked_by_file(plans, capsys, 
     plan, observed = plans["bench"]
     scores = json.loads(observed.read_text())
     first = next(iter(scores))
-    for name, given, fragments in [
+    for name, content, fragments in [
         ("unknown.json", {**scores, "Nope": 0.5}, ["unknown benchmark name(s): 'Nope'"]),
         ("percent.json", {**scores, first: 62}, [f"{first} = 62 looks like a percent"]),
     ]:
         path = tmp_path / name
-        path.write_text(json.dumps(given))
+        path.write_text(json.dumps(content))
         code, _, err = _predict(capsys, plan, path)
         assert code == 1 and "Traceback" not in err, err
         line = next(x for x in err.splitlines() if x.startswith("benchsel: error:"))

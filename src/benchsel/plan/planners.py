@@ -179,10 +179,14 @@ def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
         missing = np.isnan(scores.values)
         if missing.any():
             i, j = np.argwhere(missing)[0]
+            # Which runs have the question says where it came from: a doc id only one
+            # model's sample log has points at that log.
+            have = [m for m, gap in zip(scores.models, missing[:, j]) if not gap]
             raise ValueError(
                 f"task {task!r}: source scores must be complete to plan on them; model "
-                f"{scores.models[i]!r} has no score for {scores.items[j]!r} "
-                f"({int(missing.sum())} missing in all)")
+                f"{scores.models[i]!r} has no score for {scores.items[j]!r}, which "
+                f"{len(have)} of the {scores.n_models} source models have "
+                f"({_short_list(have)}); {int(missing.sum())} missing in all")
     name = DEFAULT_METHOD if method == "default" else method
     if total is not None:
         small = [t for t, s in tasks.items() if s.n_models < _MIN_MODELS_FOR_TOTAL]
