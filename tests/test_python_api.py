@@ -418,10 +418,10 @@ def test_the_oracle_protocol_runs_with_the_cli_defaults(capsys):
     """--k-max defaulted to 15 for every protocol, and the oracle's subsets of 15 of
     helm_lite's 11 benchmarks left nothing to predict: its own default, 3, as the
     library's."""
-    helm = benchsel.load_dataset("helm_lite")
-    cli = _cli_json(capsys, "evaluate", "helm_lite", "--protocol", "oracle", "--folds", "2")
     from benchsel.evaluation import oracle_subsets
 
+    helm = benchsel.load_dataset("helm_lite")
+    cli = _cli_json(capsys, "evaluate", "helm_lite", "--protocol", "oracle", "--folds", "2")
     lib = oracle_subsets(helm, folds=2).to_dict()
     assert [r["k"] for r in cli["results"]] == [1, 2, 3]
     assert [r["r2_oracle"] for r in cli["results"]] == \

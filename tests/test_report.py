@@ -171,7 +171,7 @@ def test_the_report_fits_with_the_transform_it_is_given(tmp_path, capsys):
     plain = GaussianModel(calibration="none").fit(helm).select(3, objective="mi")
     assert direct.items != plain.items  # else this test could not tell them apart
     code, _, err = run(capsys, "report", "helm_lite", "-o", tmp_path / "r.html", "-k", 3,
-                        "--folds", 2, "--k-max", 2, "--transform", "logit", "--quiet")
+                       "--folds", 2, "--k-max", 2, "--transform", "logit", "--quiet")
     assert code == 0, err
     page = (tmp_path / "r.html").read_text()
     start = page.index('<section id="selection">')
