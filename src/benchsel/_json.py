@@ -182,11 +182,12 @@ def loads(data: bytes | str, where: str, *, max_depth: int = MAX_DEPTH,
         the message starts with ``where``.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    _check_depth(raw, where, max_depth)
+    _check_shape(raw, where, max_depth)
     return _parse(raw, where, strict)
 
 
-def _check_depth(raw: bytes, where: str, max_depth: int) -> None:
+def _check_shape(raw: bytes, where: str, max_depth: int) -> None:
+    """Before parsing: at most :data:`MAX_VALUES` values, at most ``max_depth`` deep."""
     _check_values(raw, where)
     if _openers_at_most(raw, max_depth):
         return  # no deeper than it has openers: the scan is not needed
@@ -251,7 +252,7 @@ def load_file(path: str | os.PathLike, *, max_bytes: int | None = None,
             raise JSONInputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if len(raw) > limit:
         raise JSONInputError(f"{path}: larger than the {_size(limit)} a JSON input may be")
-    _check_depth(raw, str(path), max_depth)
+    _check_shape(raw, str(path), max_depth)
     # Parse text, not bytes, and let the bytes go first: json would hold both.
     try:
         text = raw.decode("utf-8")
