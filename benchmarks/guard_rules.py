@@ -24,11 +24,14 @@ shipped rule's estimates are checked against ``predict``.
 from __future__ import annotations
 
 import argparse
+import copy
 import warnings
 
 import numpy as np
 from _data import add_data_dir
 from scipy.special import ndtri
+
+from benchsel.coreset.methods import BEYOND_EVIDENCE
 
 SPLITS = ("interpolation", "extrapolation", "frontier", "weakest")
 
@@ -72,6 +75,13 @@ RULES = {
 }
 SHIPPED = ("interval 90%; at the bottom, or estimate + 1 SD above the weakest 10%; "
            "aipw beyond where better on the strongest sources (v5, shipped)")
+# v5 with a stricter test of aipw on the strongest sources: a fallback ("evidence", t)
+# takes aipw where the paired t statistic is below -t (v5's t is BEYOND_EVIDENCE, 2).
+RULES.update({
+    f"v5, aipw beyond only at t < -{t:g}": (0.9, [("interval", 0.9), ("share", 0.1, 1.0)],
+                                            ("evidence", t))
+    for t in (2.5, 3.0, 4.0)
+})
 
 
 def _targets(values: np.ndarray, split: str, trial: int):
@@ -111,17 +121,27 @@ def estimates(path, trials: int) -> tuple[str, dict]:
                 beyond = ge.beyond_estimate(x)[0]
                 model = ge.model_based_estimate(x)[0]
                 shipped = ge.predict(x)[0]
+                # aipw beyond the sources whatever the test on the strongest sources
+                # said: a copy of the fit with the test's outcome overridden.
+                forced = copy.copy(ge)
+                forced.beyond_ = "aipw"
+                aipw = forced.beyond_estimate(x)[0]
                 rand = rs.predict(values[np.ix_(tgt, rs.selected_)])[0]
             records.append({"truth": values[tgt].mean(axis=1), "design": design[0],
                             "design_sd": design[1], "beyond": beyond, "model": model,
-                            "random": rand,
+                            "random": rand, "aipw": aipw, "evidence": ge.beyond_evidence_,
                             "shipped": shipped, "sources": np.sort(values[src].mean(axis=1))})
         out[split] = records
     return path.stem, out
 
 
-def rule_estimate(record: dict, upper, lower, fallback: str = "design") -> np.ndarray:
-    """The estimate a rule gives each target of one trial."""
+def rule_estimate(record: dict, upper, lower, fallback="design") -> np.ndarray:
+    """The estimate a rule gives each target of one trial.
+
+    ``fallback`` names the record's estimate for an untrusted target, or is
+    ``("evidence", t)``: aipw's where the test on the strongest sources gave
+    a t statistic below ``-t``, else the design-weighted mean.
+    """
     design, sd, sources = record["design"], record["design_sd"], record["sources"]
     trust = np.ones(design.shape, dtype=bool)
     if upper is not None:
@@ -133,7 +153,11 @@ def rule_estimate(record: dict, upper, lower, fallback: str = "design") -> np.nd
                 if kind == "interval" else \
                 design + (margin[0] if margin else 0.0) * sd >= np.quantile(sources, value)
         trust &= bottom
-    return np.where(trust, record["model"], record[fallback])
+    if isinstance(fallback, tuple):
+        untrusted = record["aipw"] if record["evidence"] < -fallback[1] else record["design"]
+    else:
+        untrusted = record[fallback]
+    return np.where(trust, record["model"], untrusted)
 
 
 def _gap(records: list, estimates: list) -> float:
@@ -157,6 +181,10 @@ def main() -> None:
             for r in records:
                 np.testing.assert_allclose(rule_estimate(r, *RULES[SHIPPED]), r["shipped"],
                                            rtol=0, atol=1e-12)
+                # ... and the override reproduces it at the shipped threshold.
+                np.testing.assert_allclose(
+                    rule_estimate(r, *RULES[SHIPPED][:2], ("evidence", BEYOND_EVIDENCE)),
+                    r["shipped"], rtol=0, atol=1e-12)
     names = [stem.replace("openllm_", "ol_").replace("helm_", "h_") for stem, _ in results]
     for split in SPLITS:
         print(f"\n{split}, n = 50, {args.trials} trials: gap change against "
@@ -176,6 +204,14 @@ def main() -> None:
             cells = ["-" if np.isnan(c) else f"{c:+.1f}" for c in change]
             print(f"| {rule} | " + " | ".join(cells) + f" | {np.nanmean(change):+.1f} | "
                   f"{np.nanmax(change):+.1f} | {np.nanmean(egr):+.1f} |", flush=True)
+    print("\ntrials (of each file's fits) in which aipw is taken beyond the sources, by the "
+          "t statistic it must be below\n")
+    print("| split | t | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 2) + "|")
+    for split in SPLITS:
+        for t in (BEYOND_EVIDENCE, 2.5, 3.0, 4.0):
+            counts = [sum(r["evidence"] < -t for r in out[split]) for _, out in results]
+            print(f"| {split} | -{t:g} | " + " | ".join(map(str, counts)) + " |")
 
 
 if __name__ == "__main__":
