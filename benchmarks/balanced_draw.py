@@ -54,7 +54,7 @@ def design_means(scores: np.ndarray, picks: np.ndarray, weight: np.ndarray) -> n
     return np.einsum("mdn,n->md", scores[:, picks], weight)
 
 
-def score_split(values, split, n, draws, rng) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+def score_split(values, split, n, draws, rng) -> dict[float, np.ndarray]:
     """Per kept share: the targets' errors over the kept draws (targets x kept)."""
     sources, targets = model_split(values, split, rng)
     source, target = values[sources], values[targets]

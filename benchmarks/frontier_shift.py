@@ -89,13 +89,13 @@ def scored_errors(model: GaussianModel, targets: ScoreMatrix, given, method: str
     x items) and squared truths."""
     p = model.predict(columns(targets, given), method=method)
     truth = targets.values[:, [targets.items.index(b) for b in p.items]]
-    observed = np.asarray(p.observed, dtype=bool) | ~moved[:, None]
+    unshifted = np.asarray(p.observed, dtype=bool) | ~moved[:, None]
     std = model.standardizer_
     y = np.clip(std.transform(truth), -CLIP, CLIP)
     scored = ~np.isnan(truth) & ~np.asarray(p.observed, dtype=bool)
     errs = []
     for shift in shifts:
-        pred = np.clip(std.transform(p.mean + np.where(observed, 0.0, shift)), -CLIP, CLIP)
+        pred = np.clip(std.transform(p.mean + np.where(unshifted, 0.0, shift)), -CLIP, CLIP)
         errs.append(np.where(scored, (y - pred) ** 2, np.nan))
     return errs, np.where(scored, y**2, np.nan)
 
