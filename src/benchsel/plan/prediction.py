@@ -114,6 +114,7 @@ def method_label(plan) -> str:
     names = sorted({p.method for p in plan.tasks.values()})
     return names[0] if len(names) == 1 else ",".join(names)
 
+
 def check_task_run(part: TaskPlan, scores: Mapping[int, float], where: str) -> None:
     """Refuse a run of a planned task that lacks a planned question, or has a score
     outside the task's bounds (:attr:`TaskPlan.bounds`: [0, 1] where every source
