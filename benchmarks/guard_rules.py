@@ -204,6 +204,19 @@ def main() -> None:
             cells = ["-" if np.isnan(c) else f"{c:+.1f}" for c in change]
             print(f"| {rule} | " + " | ".join(cells) + f" | {np.nanmean(change):+.1f} | "
                   f"{np.nanmax(change):+.1f} | {np.nanmean(egr):+.1f} |", flush=True)
+    print("\nthe shipped rule's gap minus stratified-sampling's, points, with its paired SE "
+          "over trials (the trial's mean |error| difference; * beyond 2 SE)\n")
+    print("| split | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for split in SPLITS:
+        cells = []
+        for _, out in results:
+            diff = np.array([_gap([r], [r["shipped"]]) - _gap([r], [r["design"]])
+                             for r in out[split]])
+            se = diff.std(ddof=1) / np.sqrt(diff.size)
+            star = "*" if abs(diff.mean()) > 2 * se else ""
+            cells.append(f"{100 * diff.mean():+.3f} ({100 * se:.3f}){star}")
+        print(f"| {split} | " + " | ".join(cells) + " |")
     print("\ntrials (of each file's fits) in which aipw is taken beyond the sources, by the "
           "t statistic it must be below\n")
     print("| split | t | " + " | ".join(names) + " |")
