@@ -1,6 +1,8 @@
 """How much a one-per-stratum question draw can beat uniform sampling, computed exactly.
 
 Usage: python benchmarks/stratification_bound.py [--data-dir DIR] [-n N] [--trials T]
+                                               [--splits interpolation,extrapolation,frontier]
+                                               [--draws D]
 
 For each per-question file and split (the splits of ``benchsel coreset-eval``:
 ``benchsel.coreset.evaluate.model_split``), the design standard deviation of
@@ -23,6 +25,14 @@ since its absolute error scales with its standard deviation. A design-based
 estimator that also models each question (``aipw``, the default's
 consistent branch) can do better only by as much as its model predicts a
 target's individual answers beyond their stratum.
+
+With ``--draws D`` it also prints each design's mean absolute error in
+points over the targets (``D`` one-per-stratum draws per split, or ``D``
+uniform samples, scored against the target's full mean): the expected gap
+of the design-weighted mean on that draw, to set beside a method's measured
+gap (``benchsel coreset-eval``'s ``gap``). The oracle column is the least
+such a mean can expect from ``n`` questions drawn one per stratum when the
+strata are cut by difficulty.
 """
 
 import argparse
@@ -64,21 +74,48 @@ def oracle_strata(targets: np.ndarray, n: int) -> np.ndarray:
     return strata
 
 
+def draw_mae(y: np.ndarray, strata: np.ndarray | None, n: int, draws: int, rng) -> float:
+    """Mean absolute error (in ``y``'s units) of the design-weighted mean over ``draws``
+    draws: one question per stratum, or ``n`` uniform without replacement (``None``)."""
+    truth = y.mean(axis=1)
+    total = y.shape[1]
+    if strata is None:
+        picks = np.argsort(rng.random((draws, total)), axis=1)[:, :n]
+        weights = np.full(n, 1.0 / n)
+    else:
+        members = [np.flatnonzero(strata == h) for h in range(n)]
+        picks = np.stack([m[rng.integers(0, m.size, draws)] for m in members], axis=1)
+        weights = np.array([m.size / total for m in members])
+    estimates = y[:, picks] @ weights  # targets x draws
+    return float(np.mean(np.abs(estimates - truth[:, None])))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_dir(parser)
     parser.add_argument("-n", type=int, default=50)
     parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--splits", default="interpolation,extrapolation",
+                        help="comma-separated: interpolation, extrapolation, frontier")
+    parser.add_argument("--draws", type=int, default=0,
+                        help="also the designs' mean absolute error (points) over this many "
+                        "draws per split")
     args = parser.parse_args()
-    print("| file | split | difficulty strata (the default's draw) | oracle strata |")
-    print("|---|---|---|---|")
+    splits = args.splits.split(",")
+    head = "| file | split | difficulty strata (the default's draw) | oracle strata |"
+    if args.draws:
+        head += " MAE points: uniform / default's strata / oracle strata |"
+    print(head)
+    print("|---" * head.count(" | ") + "|---|")
+    rng = np.random.default_rng(0)
     for path in sorted(args.data_dir.glob("*.npz")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
             values = read_scores(path).values
-        for split in ("interpolation", "extrapolation"):
+        for split in splits:
             trials = args.trials if split == "interpolation" else 1
             ratio = {"strata": [], "oracle": []}
+            mae = {"uniform": [], "strata": [], "oracle": []}
             for trial in range(trials):
                 src, tgt = model_split(values, split, np.random.default_rng([0, trial]))
                 y = values[tgt]
@@ -87,9 +124,14 @@ def main() -> None:
                 ratio["strata"].append(design_sd(y, strata, args.n).mean() / uniform - 1)
                 oracle = oracle_strata(y, args.n)
                 ratio["oracle"].append(design_sd(y, oracle, args.n).mean() / uniform - 1)
-            print(f"| {path.stem} | {split} | {100 * np.mean(ratio['strata']):+.1f}% | "
-                  f"{100 * np.mean(ratio['oracle']):+.1f}% |", flush=True)
-
+                if args.draws:
+                    for name, cut in (("uniform", None), ("strata", strata), ("oracle", oracle)):
+                        mae[name].append(draw_mae(y, cut, args.n, args.draws, rng))
+            row = (f"| {path.stem} | {split} | {100 * np.mean(ratio['strata']):+.1f}% | "
+                   f"{100 * np.mean(ratio['oracle']):+.1f}% |")
+            if args.draws:
+                row += " " + " / ".join(f"{100 * np.mean(mae[k]):.2f}" for k in mae) + " |"
+            print(row, flush=True)
 
 if __name__ == "__main__":
     main()
