@@ -586,25 +586,57 @@ def test_predict_moves_only_frontier_models_by_the_measured_shift():
     assert np.abs(after).mean() < np.abs(before).mean()
 
 
-def test_auto_keeps_the_corrected_gaussian_for_a_model_the_shift_moves():
-    """The frontier shift corrects only the Gaussian; auto must not hand a model it
-    moves to a completion method without it (issue 28)."""
+def test_auto_keeps_its_choice_at_the_frontier_and_adds_that_methods_own_shift():
+    """A model at the frontier keeps the method auto chose for it, moved by that
+    method's own mean residual on the strongest sources (issue 28): checked against
+    the shift computed by hand from a fit without them."""
     from benchsel import GaussianModel
+    from benchsel.calibration import MIN_CELLS
+    from benchsel.matrix import model_strength
     from benchsel.splits import frontier_split
 
     board = _convex_board(2000, seed=1)
     split = frontier_split(board.values)
-    model = GaussianModel().fit(board.subset(models=split.train))
+    train = board.subset(models=split.train)
+    model = GaussianModel().fit(train)
+    plain = GaussianModel(calibration="none").fit(train)
     new = board.subset(models=np.concatenate([split.validation[:20], split.train[:20]]),
                        items=[0, 1])
-    auto, gaussian = model.predict(new, method="auto"), model.predict(new, method="gaussian")
-    moved = np.array([c["frontier_shift"] for c in gaussian.calibration])
-    assert moved[:20].any() and not moved[20:].any()
-    for i in np.flatnonzero(moved):
-        assert auto.choices[i]["method"] == "gaussian"
-        assert auto.choices[i]["split"] == "frontier"
-        np.testing.assert_allclose(auto.mean[i], gaussian.mean[i], rtol=1e-12)
-    assert all(auto.choices[i]["split"] != "frontier" for i in np.flatnonzero(~moved))
+    auto = model.predict(new, method="auto")
+    moved = np.array([c["frontier_shift"] for c in auto.calibration])
+    assert moved[:20].all() and not moved[20:].any()
+    chosen = np.array([c["method"] for c in auto.choices])
+    assert all(c["split"] in ("random", "near", "strength") for c in auto.choices)
+    # By hand: the strongest 10% of the sources predicted from the others, given b0, b1.
+    order = np.argsort(model_strength(train.values), kind="stable")
+    strong = order[-max(5, len(order) // 10):]
+    inner = GaussianModel(calibration="none").fit(
+        train.subset(models=np.setdiff1d(np.arange(len(order)), strong)))
+    checked = 0
+    for method in set(chosen[moved]) - {"gaussian"}:
+        held = inner.predict(train.subset(models=strong, items=[0, 1]), method=method)
+        resid = train.values[strong][:, 2:] - held.mean[:, 2:]
+        mean, se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(strong))
+        assert len(strong) >= MIN_CELLS
+        shift = np.r_[0.0, 0.0, np.where(np.abs(mean) > 2 * se, mean, 0.0)]
+        # The strongest by all their scores lie above the others' prediction (selection).
+        assert np.all(shift[2:] > 0.1)
+        rows = moved & (chosen == method)
+        own = plain.predict(new.subset(models=np.flatnonzero(rows)), method=method)
+        # To the fits' convergence: the hand's fit on the others is a separate EM run.
+        np.testing.assert_allclose(auto.mean[rows] - own.mean, np.tile(shift, (rows.sum(), 1)),
+                                   atol=2e-4)
+        checked += rows.sum()
+    assert checked > 0
+    # Models below the frontier: each method as it is.
+    for i in np.flatnonzero(~moved):
+        own = plain.predict(new.subset(models=[i]), method=chosen[i])
+        np.testing.assert_allclose(auto.mean[i], own.mean[0], rtol=1e-12)
+    # And it helps on the bent item: the frontier models' bias there shrinks.
+    truth = board.values[split.validation[:20], 5]
+    before = np.array([plain.predict(new.subset(models=[i]), method=chosen[i]).mean[0, 5]
+                       for i in range(20)])
+    assert np.abs(auto.mean[:20, 5] - truth).mean() < np.abs(before - truth).mean()
 
 
 def test_a_high_level_gets_finite_multipliers_where_the_regime_has_the_cells():

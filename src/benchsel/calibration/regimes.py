@@ -3,7 +3,7 @@
 A held-out or new model's *regime* decides its calibration multiplier:
 inside the strength range of the fit's models or beyond it, and by how far
 (:func:`range_excess`, :func:`regime_excess`); :func:`frontier_rows` says
-which models are at the frontier, where the Gaussian's frontier shift applies.
+which models are at the frontier, where each method's frontier shift applies.
 """
 
 from __future__ import annotations

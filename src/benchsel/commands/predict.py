@@ -60,16 +60,15 @@ def cmd_predict(args) -> int:
             if choice.get("split") == "none":
                 head += (f"\n  method: {choice['method']} (auto: no observed score to choose "
                          "by; the source models' mean and spread)")
-            elif choice.get("split") == "frontier":
-                head += (f"\n  method: {choice['method']} (auto: this model is at the top of "
-                         "the source models, where the Gaussian's conditional mean is "
-                         "corrected by the shortfall measured on the strongest sources)")
             else:
                 head += (f"\n  method: {choice['method']} (auto: best of a cross-validation "
                          f"on {choice['cells']} {held}"
                          + (f", MedAPE {margin:.2f} points below the runner-up)"
                             if margin is not None else ")"))
         cal = pred.calibration[i] if pred.calibration else {}
+        if cal.get("frontier_shift"):
+            head += ("\n  mean: this model is at the top of the source models; corrected by "
+                     "the shortfall its method showed on the strongest 10% of them")
         if cal.get("method") == "conformal":
             where = ("no observed score: as wide as a model beyond the source models' "
                      "strength range needs" if cal.get("regime") == "unknown"

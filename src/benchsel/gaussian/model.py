@@ -621,13 +621,28 @@ class GaussianModel:
             level=float(level),
         )
 
-    def _frontier_shifted(self, x: np.ndarray) -> np.ndarray:
-        """Per row of ``x`` (original units, NaN = not given): whether the frontier
-        correction moves its Gaussian conditional mean (:meth:`_frontier_correction`)."""
-        z = self.standardizer_.transform(self.transform_.forward(x))
-        _, var_z = conditional_moments(z, self.estimate_.mean, self.estimate_.covariance,
-                                       ridge=self.ridge)
-        return (self._frontier_correction(z, var_z) != 0).any(axis=1)
+    def _at_frontier(self, x: np.ndarray) -> np.ndarray:
+        """Per row of ``x`` (original units, NaN = not given): whether it is at the
+        frontier of the training models, where every method's frontier shift applies
+        (:meth:`_frontier_rows`)."""
+        return self._frontier_rows(self.standardizer_.transform(self.transform_.forward(x)))
+
+    def _frontier_rows(self, z: np.ndarray) -> np.ndarray:
+        """Per standardized row: at the frontier of the training models on its given
+        items (:func:`~benchsel.calibration.frontier_rows`, the strongest 3%: see
+        :data:`~benchsel.calibration.FRONTIER_APPLY_FRACTION`), where the training
+        models are enough to measure a frontier shift and calibration is on."""
+        out = np.zeros(z.shape[0], dtype=bool)
+        if self.calibration == "none" or not measures_frontier(self._z):
+            return out
+        patterns, inverse = unique_rows(~np.isnan(z))
+        for g, pattern in enumerate(patterns):
+            if pattern.any():
+                rows = np.flatnonzero(inverse == g)
+                out[rows] = frontier_rows(self._z[:, pattern],
+                                          z[np.ix_(rows, np.flatnonzero(pattern))],
+                                          FRONTIER_APPLY_FRACTION)
+        return out
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""
@@ -644,28 +659,22 @@ class GaussianModel:
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
         """Per row and item, the conditional mean's correction in model units.
 
-        Rows at the frontier of the training models on their given items
-        (:func:`~benchsel.calibration.frontier_rows`, the strongest 3%: see
-        :data:`~benchsel.calibration.FRONTIER_APPLY_FRACTION`) are moved by the bias
-        the frontier split of the calibrator measured
+        Rows at the frontier of the training models (:meth:`_frontier_rows`)
+        are moved by the bias the frontier split of the calibrator measured
         (:meth:`GaussianCalibrator.frontier_shift`), times their own
         conditional standard deviation; other rows, and every row when
         calibration is off, by 0.
         """
         out = np.zeros_like(z)
-        if self.calibration == "none" or not measures_frontier(self._z):
+        top = self._frontier_rows(z)
+        if not top.any():
             return out
-        patterns, inverse = unique_rows(~np.isnan(z))
+        patterns, inverse = unique_rows(~np.isnan(z[top]))
+        rows = np.flatnonzero(top)
         for g, pattern in enumerate(patterns):
-            if not pattern.any():
-                continue
-            rows = np.flatnonzero(inverse == g)
-            top = rows[frontier_rows(self._z[:, pattern],
-                                     z[np.ix_(rows, np.flatnonzero(pattern))],
-                                     FRONTIER_APPLY_FRACTION)]
-            if top.size:
-                shift = self._calibrator_for_predict().frontier_shift(pattern)
-                out[top] = shift * np.sqrt(var_z[top])
+            members = rows[inverse == g]
+            shift = self._calibrator_for_predict().frontier_shift(pattern)
+            out[members] = shift * np.sqrt(var_z[members])
         return out
 
     def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:

@@ -25,21 +25,9 @@ from ..calibration import range_excess, regime_excess, unknown_calibration
 from ..matrix import DataWarning
 from .results import Prediction
 
-__all__ = ["calibrate_completion", "calibration_records", "frontier_choice", "predict_auto",
+__all__ = ["calibrate_completion", "calibration_records", "predict_auto",
            "predict_by_completion"]
 
-
-def frontier_choice(choice):
-    """``choice`` replaced by the frontier-corrected Gaussian (its ranking kept as
-    fallbacks), for a model the frontier shift moved."""
-    from ..prediction.choice import MethodChoice
-
-    if choice.method == "gaussian" and choice.split == "frontier":
-        return choice
-    fallbacks = tuple(dict.fromkeys(m for m in (choice.method, *choice.fallbacks)
-                                    if m != "gaussian"))
-    return MethodChoice("gaussian", fallbacks, choice.medape, choice.coverage, choice.cells,
-                        "frontier")
 
 def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) -> Prediction:
     """Per pattern of observed items and regime: the method that wins a CV on the
@@ -57,10 +45,9 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
     train = model.scores_.values
     reference = model.range_.standardizer.transform(train)
     given = ~np.isnan(x)
-    # A model at the frontier of the sources, where the calibrator measured how far
-    # the Gaussian's conditional mean falls short there, keeps the corrected Gaussian:
-    # no other method has a frontier correction (issue 28; docs/experiments/reproduction.md).
-    shifted = model._frontier_shifted(x)
+    # A model at the frontier of the sources keeps the method chosen for it: each
+    # method corrects such a model by its own shortfall on the strongest sources
+    # (the Gaussian's in _predict_gaussian, the others' in predict_by_completion).
     # Groups of rows predicted alike: same pattern, same method.
     groups, parts, choices = [], {}, [None] * len(models)
     patterns, inverse = unique_rows(given)
@@ -77,7 +64,6 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
                                            memo=model.auto_memo)
         else:  # nothing to choose by: column means (complete_new_rows)
             picked = [MethodChoice("mean", (), {}, {}, 0, "none")] * len(rows)
-        picked = [frontier_choice(c) if shifted[r] else c for r, c in zip(rows, picked)]
         for r, choice in zip(rows, picked):
             choices[r] = choice.to_dict()
         for method in dict.fromkeys(c.method for c in picked):
@@ -146,10 +132,13 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
     level = float(level)
     res = complete_new_rows(model.scores_.values, x, method, cache=cache,
                             fits=model.auto_memo.fits)
+    shift = frontier_shifts(model, x, method, cache)
     calibration = calibrate_completion(model, x, method, level, cache)
+    for record, moved in zip(calibration, shift.any(axis=1)):
+        record["frontier_shift"] = bool(moved)
     factor = np.array([c["multiplier"] for c in calibration])
     own_std = res.std
-    res = Completion(res.mean, res.std * factor[:, None])
+    res = Completion(res.mean + shift, res.std * factor[:, None])
     observed = ~np.isnan(x)
     mean, low, high = truncated_interval(res.mean, res.std, observed, *model.bounds_,
                                          level, center_std=own_std)
@@ -180,6 +169,28 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
         method=method,
         calibration=calibration,
     )
+
+
+def frontier_shifts(model, x: np.ndarray, method: str, cache=None) -> np.ndarray:
+    """Per row of ``x`` and item, ``method``'s frontier correction in raw units: for a
+    row at the frontier of the sources (:meth:`GaussianModel._at_frontier`), the
+    method's mean shortfall on the strongest sources given the row's items
+    (:func:`~benchsel.prediction.frontier.completion_frontier_shift`, once per
+    pattern); 0 for other rows and for given cells."""
+    from ..prediction.frontier import completion_frontier_shift
+
+    out = np.zeros(x.shape)
+    top = model._at_frontier(x)
+    if not top.any():
+        return out
+    rows = np.flatnonzero(top)
+    patterns, inverse = unique_rows(~np.isnan(x[rows]))
+    for g, pattern in enumerate(patterns):
+        out[rows[inverse == g]] = model.auto_memo.frontier_shift(
+            method, pattern, lambda pattern=pattern: completion_frontier_shift(
+                model.scores_.values, pattern, method, cache=cache,
+                fits=model.auto_memo.fits))
+    return out
 
 
 def _fill(mine: np.ndarray, missed: np.ndarray, rows: np.ndarray, theirs: np.ndarray):

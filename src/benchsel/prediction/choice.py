@@ -26,6 +26,7 @@ __all__ = [
     "choose_completer",
     "choose_for_new_models",
     "complete_auto",
+    "held_out_cells",
     "median_ape",
 ]
 
@@ -193,13 +194,9 @@ def choose_completer(
              "strength": "choosing the predictor far beyond the sources' range"}[split]
     total, done = len(parts) * len(methods), 0
     for held, mask in parts:
-        held_out = np.where(mask, np.nan, values)
         for m in methods:
             _report(stage, done, total)
-            if held is not None and m in INDUCTIVE:
-                pred[m].append(cache.held_out(values, held, mask, m, fits).mean[mask])
-            else:
-                pred[m].append(cache.get(held_out, m).mean[mask])
+            pred[m].append(held_out_cells(values, held, mask, m, cache, fits))
             done += 1
     _report(stage, total, total)
     medape, coverage = {}, {}
@@ -215,6 +212,22 @@ def choose_completer(
     ranked = full + rest
     fallbacks = tuple(ranked[1:]) + (() if "mean" in ranked else ("mean",))
     return MethodChoice(ranked[0], fallbacks, medape, coverage, int(true.size), split)
+
+
+def held_out_cells(values: np.ndarray, held, hidden: np.ndarray, method: str,
+                   cache: CompletionCache, fits: FitStore | None) -> np.ndarray:
+    """``method``'s predictions of the ``hidden`` cells of ``values`` (in
+    ``values[hidden]`` order).
+
+    An inductive method (:data:`~benchsel.prediction.fits.INDUCTIVE`) is
+    fitted on the models ``held`` leaves and predicts the held-out ones from
+    their other cells, as ``predict`` meets a new model; any other method
+    (and every method when ``held`` is None) completes the matrix with the
+    ``hidden`` cells removed.
+    """
+    if held is not None and method in INDUCTIVE:
+        return cache.held_out(values, held, hidden, method, fits).mean[hidden]
+    return cache.get(np.where(hidden, np.nan, values), method).mean[hidden]
 
 
 def choose_for_new_models(

@@ -61,6 +61,9 @@ class AutoMemo:
 
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
+        #: Each method's frontier shift by pattern (recomputed from the fits, not kept
+        #: in files: cheap where the fits are kept).
+        self._shifts: dict[tuple, np.ndarray] = {}
         #: The fits the choice and calibration make on the sources (one set per
         #: board, shared by every pattern; kept in the cache folder, not in plans).
         self.fits = FitStore()
@@ -82,6 +85,13 @@ class AutoMemo:
         if key not in self._residuals:
             self._residuals[key] = tuple(np.asarray(a, dtype=float) for a in compute())
         return self._residuals[key]
+
+    def frontier_shift(self, method: str, pattern, compute: Callable) -> np.ndarray:
+        """``method``'s frontier shift for ``pattern`` (one value per item)."""
+        key = (_key(pattern), method)
+        if key not in self._shifts:
+            self._shifts[key] = np.asarray(compute(), dtype=float)
+        return self._shifts[key]
 
     # ------------------------------------------------------------------ file
     def to_json(self, items: Sequence[str]) -> dict:
