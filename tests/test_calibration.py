@@ -639,6 +639,22 @@ def test_auto_keeps_its_choice_at_the_frontier_and_adds_that_methods_own_shift()
     assert np.abs(auto.mean[:20, 5] - truth).mean() < np.abs(before - truth).mean()
 
 
+def test_cli_predict_says_when_a_models_mean_was_corrected_at_the_frontier(
+        tmp_path, capsys, monkeypatch):
+    from benchsel.cli import main
+
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", "off")
+    board = _convex_board(2000, seed=2)
+    path = tmp_path / "board.csv"
+    board.to_frame().to_csv(path)
+    top = np.quantile(board.values[:, :2].mean(axis=1), 0.999)
+    line = "corrected by the shortfall its method showed on the strongest 10%"
+    for given, moved in ((top + 0.2, True), (0.0, False)):
+        assert main(["predict", str(path), "--observed", f"b0={given},b1={given}",
+                     "--quiet"]) == 0
+        assert (line in capsys.readouterr().out) == moved
+
+
 def test_a_high_level_gets_finite_multipliers_where_the_regime_has_the_cells():
     """A step or regime of 30 cells has no finite 0.99 quantile (it asks for the 31st
     smallest): every step of the outside regime was infinite, and every interval the
