@@ -5,10 +5,10 @@ Usage: python benchmarks/frontier_shift.py [--boards mteb,merged] [--k-max 5]
                                            [--methods gaussian,gp,ridge,svd]
                                            [--resamples 1000] [--data-dir DIR]
 
-Only ``auto``'s Gaussian has a frontier correction today (a model at the
-frontier of the sources keeps the shifted Gaussian whatever ``auto``'s
-choice). This script measures the alternative the frontier R² table points
-to: a shift per method. On each board's frontier split
+Since 3dab91d every method has a frontier correction where the sources hold
+300 complete models (:mod:`benchsel.prediction.frontier`; open_llm_v2 among
+the bundled boards). This script measures the same idea on *every* board,
+without that gate, beside the shipped default. On each board's frontier split
 (:func:`benchsel.splits.frontier_split`) the sources are split again the
 same way -- their own strongest 10% (at least 5) predicted from a fit on
 the others with the same ``k`` MI-selected benchmarks -- and each method's
