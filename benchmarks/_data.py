@@ -55,6 +55,21 @@ def load_board(name: str, data_dir: Path = LEADERBOARDS):
     return scores._replace(source=name)
 
 
+def quiet_boards(names: str, data_dir: Path, k_max: int):
+    """``(name, scores, k)`` for each comma-separated board of ``names``, ``k`` being
+    ``k_max`` capped at the board's benchmarks less one, with the fits' convergence and
+    data warnings silenced while the caller works on each board."""
+    from benchsel import ConvergenceWarning
+    from benchsel.matrix import DataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", DataWarning)
+        for name in names.split(","):
+            scores = load_board(name, data_dir)
+            yield name, scores, min(k_max, len(scores.items) - 1)
+
+
 def board_argument(name: str, data_dir: Path = LEADERBOARDS) -> str:
     """What to pass as the CLI's ``DATA`` for ``name``: the bundled name, or the CSV's path.
 

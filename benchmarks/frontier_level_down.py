@@ -39,19 +39,14 @@ import argparse
 import warnings
 
 import numpy as np
-from _data import LEADERBOARDS, add_data_dir, load_board
+from _data import LEADERBOARDS, add_data_dir, quiet_boards
+from frontier_shift import columns
 
-from benchsel import ConvergenceWarning, DataWarning, GaussianModel, ScoreMatrix
+from benchsel import GaussianModel, ScoreMatrix
 from benchsel.splits import frontier_split, strength_split
 
 CLIP = 10.0
 SPLITS = {"frontier": frontier_split, "extrapolation": strength_split}
-
-
-def columns(scores: ScoreMatrix, items) -> ScoreMatrix:
-    """``scores`` on ``items`` only, in that order."""
-    idx = [scores.items.index(b) for b in items]
-    return ScoreMatrix(scores.values[:, idx], list(scores.models), list(items))
 
 
 def moved_errors(shipped: GaussianModel, plain: GaussianModel, held: ScoreMatrix, given,
@@ -127,15 +122,10 @@ def main() -> None:
     print("| board | protocol | objective | k | down: moved | − unshifted | − gp "
           "| board: moved | − unshifted | − gp | agree |")
     print("|---" * 11 + "|")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", DataWarning)
-        for board in args.boards.split(","):
-            scores = load_board(board, args.data_dir)
-            k_max = min(args.k_max, len(scores.items) - 1)
-            for protocol in args.protocols.split(","):
-                for objective in args.objectives.split(","):
-                    run(board, scores, protocol, objective, k_max)
+    for board, scores, k_max in quiet_boards(args.boards, args.data_dir, args.k_max):
+        for protocol in args.protocols.split(","):
+            for objective in args.objectives.split(","):
+                run(board, scores, protocol, objective, k_max)
 
 
 if __name__ == "__main__":

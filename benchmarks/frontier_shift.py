@@ -38,10 +38,10 @@ import argparse
 import warnings
 
 import numpy as np
-from _data import LEADERBOARDS, add_data_dir, load_board
+from _data import LEADERBOARDS, add_data_dir, quiet_boards
 from frontier_r2 import CLIP, pooled_r2, squared_errors
 
-from benchsel import ConvergenceWarning, DataWarning, GaussianModel, ScoreMatrix
+from benchsel import GaussianModel, ScoreMatrix
 from benchsel.calibration import FRONTIER_APPLY_FRACTION, frontier_rows
 from benchsel.names import DEFAULT_PREDICTOR
 from benchsel.splits import frontier_split
@@ -153,13 +153,8 @@ def main() -> None:
           f"(2 SE) minus the default ({DEFAULT_PREDICTOR}) with its bootstrap SE\n")
     print("| board | k | targets | moved | default | " + " | ".join(methods) + " |")
     print("|---" * (len(methods) + 5) + "|")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", DataWarning)
-        for board in args.boards.split(","):
-            scores = load_board(board, args.data_dir)
-            k_max = min(args.k_max, len(scores.items) - 1)
-            run_board(board, scores, k_max, methods, args.resamples)
+    for board, scores, k_max in quiet_boards(args.boards, args.data_dir, args.k_max):
+        run_board(board, scores, k_max, methods, args.resamples)
 
 
 if __name__ == "__main__":
