@@ -655,6 +655,40 @@ def test_cli_predict_says_when_a_models_mean_was_corrected_at_the_frontier(
         assert (line in capsys.readouterr().out) == moved
 
 
+def test_a_plan_keeps_each_methods_frontier_shift_and_predicts_without_remeasuring(
+        tmp_path, monkeypatch):
+    """A benchmark plan on a board that measures frontier shifts stores the shift of
+    every method auto may choose, so predicting from the saved plan measures nothing."""
+    import json
+
+    from benchsel import load_plan, plan_benchmarks
+    from benchsel.prediction import frontier
+
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", "off")
+    board = _convex_board(2000, seed=3)
+    plan = plan_benchmarks(board, k=2)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    shifts = json.loads(path.read_text())["benchmarks"]["auto"]["shifts"]
+    chosen = {c["method"] for c in json.loads(path.read_text())["benchmarks"]["auto"]["choices"]}
+    assert {s["method"] for s in shifts} == chosen - {"gaussian"} and shifts
+    # Just past the best source on each planned benchmark: auto's near choice, a
+    # completion method, and a frontier shift.
+    observed = {name: float(board.values[:, board.items.index(name)].max()) + 0.3
+                for name in plan.run_in_full}
+    before = plan.predict(observed)
+    assert before.choices[0]["method"] != "gaussian" and before.calibration[0]["frontier_shift"]
+
+    def remeasured(*args, **kwargs):
+        raise AssertionError("the plan's shift was measured again")
+
+    monkeypatch.setattr(frontier, "completion_frontier_shift", remeasured)
+    after = load_plan(path).predict(observed)
+    assert after.calibration[0]["frontier_shift"]
+    np.testing.assert_allclose(after.mean, before.mean, rtol=1e-12)
+    np.testing.assert_allclose(after.high, before.high, rtol=1e-12)
+
+
 def test_a_high_level_gets_finite_multipliers_where_the_regime_has_the_cells():
     """A step or regime of 30 cells has no finite 0.99 quantile (it asks for the 31st
     smallest): every step of the outside regime was infinite, and every interval the

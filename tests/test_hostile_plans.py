@@ -81,6 +81,21 @@ def _set(*path_and_value):
     return edit
 
 
+def _shift_entry(given=None, method="gp", length=None):
+    """An edit that adds one frontier-shift entry to a benchmark plan's ``auto``: valid but
+    for what the arguments change (``length``: values in the shift)."""
+    from benchsel.plan._format import encode_array
+
+    def edit(obj):
+        part = obj["benchmarks"]
+        items = part["source"]["items"]
+        n = len(items) if length is None else length
+        part["auto"].setdefault("shifts", []).append(
+            {"given": given or part["selection"]["selected"][:1], "method": method,
+             "shift": encode_array(np.zeros(n))})
+    return edit
+
+
 def test_the_undamaged_plans_predict(plans, capsys):
     """The base of every generated case: both plans predict from their --observed file
     (for the question plan, a JSON file {task: {doc_id: score}})."""
@@ -107,6 +122,13 @@ def test_the_undamaged_plans_predict(plans, capsys):
     (_set("benchmarks", "selection", "selected", ["no such benchmark"]),
      ["benchmarks.selection.selected: 'no such benchmark' is not a benchmark"]),
     (_set("benchmarks", "auto", "choices", 3), ["benchmarks.auto.choices: expected a list"]),
+    (_set("benchmarks", "auto", "shifts", {}), ["benchmarks.auto.shifts: expected a list"]),
+    (_shift_entry(given=["no such benchmark"]),
+     ["benchmarks.auto.shifts[0].given: expected a list of the model's benchmarks"]),
+    (_shift_entry(method="rm -rf"),
+     ["benchmarks.auto.shifts[0].method: 'rm -rf' is not a completion method"]),
+    (_shift_entry(length=3),
+     ["benchmarks.auto.shifts[0].shift: expected 11 finite values", "got shape [3]"]),
     # Read when the plan is, though only the rebuild uses it.
     (_set("benchmarks", "options", "bounds", "abc"),
      ["benchmarks.options.bounds: bounds must be", "got 'abc'"]),

@@ -37,6 +37,7 @@ from .results import Prediction, Selection
 from .routing import (
     calibrate_completion,
     calibration_records,
+    method_frontier_shift,
     predict_auto,
     predict_by_completion,
 )
@@ -736,8 +737,10 @@ class GaussianModel:
 
         Chooses the method for a new model inside the training models' range,
         for one just beyond it and for one far beyond it, and collects each
-        winner's held-out residuals (its calibration) and the Gaussian
-        conditional's own, keeping them in
+        winner's held-out residuals (its calibration), its frontier shift
+        where the training models measure one
+        (:func:`~benchsel.prediction.frontier.completion_frontier_shift`) and
+        the Gaussian conditional's own residuals, keeping them in
         this model (:attr:`auto_memo`): a later :meth:`predict` of that
         pattern only completes the new rows. Plans call this for their
         selection and store the result.
@@ -761,9 +764,12 @@ class GaussianModel:
         choices = choose_for_new_models(self.scores_.values, pattern,
                                         [0.0, np.finfo(float).tiny, np.inf], cache=cache,
                                         memo=self.auto_memo)
+        measures = self.calibration != "none" and measures_frontier(self._z)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":
                 calibrate_completion(self, x, method, 0.9, cache)
+                if measures:  # the shift a model at the top of the sources gets
+                    method_frontier_shift(self, pattern, method, cache)
 
     @property
     def auto_memo(self):

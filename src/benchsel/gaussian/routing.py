@@ -25,8 +25,8 @@ from ..calibration import range_excess, regime_excess, unknown_calibration
 from ..matrix import DataWarning
 from .results import Prediction
 
-__all__ = ["calibrate_completion", "calibration_records", "predict_auto",
-           "predict_by_completion"]
+__all__ = ["calibrate_completion", "calibration_records", "frontier_shifts",
+           "method_frontier_shift", "predict_auto", "predict_by_completion"]
 
 
 def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) -> Prediction:
@@ -175,10 +175,7 @@ def frontier_shifts(model, x: np.ndarray, method: str, cache=None) -> np.ndarray
     """Per row of ``x`` and item, ``method``'s frontier correction in raw units: for a
     row at the frontier of the sources (:meth:`GaussianModel._at_frontier`), the
     method's mean shortfall on the strongest sources given the row's items
-    (:func:`~benchsel.prediction.frontier.completion_frontier_shift`, once per
-    pattern); 0 for other rows and for given cells."""
-    from ..prediction.frontier import completion_frontier_shift
-
+    (:func:`method_frontier_shift`); 0 for other rows and for given cells."""
     out = np.zeros(x.shape)
     top = model._at_frontier(x)
     if not top.any():
@@ -186,11 +183,19 @@ def frontier_shifts(model, x: np.ndarray, method: str, cache=None) -> np.ndarray
     rows = np.flatnonzero(top)
     patterns, inverse = unique_rows(~np.isnan(x[rows]))
     for g, pattern in enumerate(patterns):
-        out[rows[inverse == g]] = model.auto_memo.frontier_shift(
-            method, pattern, lambda pattern=pattern: completion_frontier_shift(
-                model.scores_.values, pattern, method, cache=cache,
-                fits=model.auto_memo.fits))
+        out[rows[inverse == g]] = method_frontier_shift(model, pattern, method, cache)
     return out
+
+
+def method_frontier_shift(model, pattern: np.ndarray, method: str, cache=None) -> np.ndarray:
+    """``method``'s frontier shift for new models run on ``pattern``
+    (:func:`~benchsel.prediction.frontier.completion_frontier_shift` on the sources),
+    kept in ``model.auto_memo`` (and so in a plan)."""
+    from ..prediction.frontier import completion_frontier_shift
+
+    return model.auto_memo.frontier_shift(
+        method, pattern, lambda: completion_frontier_shift(
+            model.scores_.values, pattern, method, cache=cache, fits=model.auto_memo.fits))
 
 
 def _fill(mine: np.ndarray, missed: np.ndarray, rows: np.ndarray, theirs: np.ndarray):

@@ -305,6 +305,9 @@ AUTO = Record(optional={
         "given": items(text(), min_len=1), "method": _COMPLETER,
         "residual": encoded_array(1), "std": encoded_array(1), "excess": encoded_array(1)}),
         max_len=10_000),
+    "shifts": items(Record({
+        "given": items(text(), min_len=1), "method": _COMPLETER, "shift": encoded_array(1)}),
+        max_len=10_000),
 })
 
 BENCHMARKS = Record({"source": MATRIX, "options": GAUSSIAN_OPTIONS, "selection": SELECTION,

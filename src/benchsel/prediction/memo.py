@@ -3,10 +3,12 @@
 For a pattern of given items, ``auto`` cross-validates every completion
 method on the training models (:func:`~benchsel.prediction.choose_completer`)
 and calibrates the winner's intervals on held-out models
-(:func:`~benchsel.prediction.residuals.completion_residuals`): tens of completions of
-the whole matrix, seconds to a minute, while completing the new model's row
-with the winner takes one. Both depend only on the training matrix, the
-pattern and the method, so an :class:`AutoMemo` keeps them: a fitted
+(:func:`~benchsel.prediction.residuals.completion_residuals`), and on a large
+board measures the winner's frontier shift
+(:func:`~benchsel.prediction.frontier.completion_frontier_shift`): tens of
+completions of the whole matrix, seconds to a minute, while completing the
+new model's row with the winner takes one. All depend only on the training
+matrix, the pattern and the method, so an :class:`AutoMemo` keeps them: a fitted
 :class:`~benchsel.gaussian.GaussianModel` holds one, a plan stores the
 decisions for its selection (:meth:`AutoMemo.to_json`), so that ``predict
 --plan`` only completes, and ``benchsel predict DATA`` keeps them in a cache
@@ -61,8 +63,7 @@ class AutoMemo:
 
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
-        #: Each method's frontier shift by pattern (recomputed from the fits, not kept
-        #: in files: cheap where the fits are kept).
+        #: Each completion method's frontier shift by pattern (one value per item).
         self._shifts: dict[tuple, np.ndarray] = {}
         #: The fits the choice and calibration make on the sources (one set per
         #: board, shared by every pattern; kept in the cache folder, not in plans).
@@ -70,7 +71,7 @@ class AutoMemo:
 
     def __len__(self) -> int:
         """Decisions kept (the fits are not decisions)."""
-        return len(self._choices) + len(self._residuals)
+        return len(self._choices) + len(self._residuals) + len(self._shifts)
 
     def choice(self, pattern, split: str, compute: Callable):
         """The :class:`~benchsel.prediction.MethodChoice` of ``split`` for ``pattern``."""
@@ -108,6 +109,8 @@ class AutoMemo:
                            **{part: encode_array(a) for part, a in
                               zip(("residual", "std", "excess"), arrays)}}
                           for (k, method), arrays in self._residuals.items()],
+            "shifts": [{"given": names(k), "method": method, "shift": encode_array(shift)}
+                       for (k, method), shift in self._shifts.items()],
         }
 
     @classmethod
@@ -117,8 +120,9 @@ class AutoMemo:
         from .choice import MethodChoice
         from .completers import COMPLETERS
 
-        if not isinstance(obj, dict) or set(obj) - {"choices", "residuals"}:
-            raise ValueError(f"{where}: expected an object with 'choices' and 'residuals'")
+        if not isinstance(obj, dict) or set(obj) - {"choices", "residuals", "shifts"}:
+            raise ValueError(f"{where}: expected an object with 'choices', 'residuals' and "
+                             "'shifts'")
         index = {name: j for j, name in enumerate(items)}
 
         def pattern(entry, at: str) -> np.ndarray:
@@ -175,6 +179,14 @@ class AutoMemo:
             key = (_key(pattern(entry, at)),
                    method(entry.get("method"), f"{at}.method", residuals=True))
             memo._residuals[key] = arrays
+        for i, entry in enumerate(_entries(obj, "shifts", where)):
+            at = f"{where}.shifts[{i}]"
+            shift = decode_array(entry.get("shift"), f"{at}.shift")
+            if shift.shape != (len(items),) or not np.isfinite(shift).all():
+                raise ValueError(f"{at}.shift: expected {len(items)} finite values, one per "
+                                 f"benchmark; got shape {list(shift.shape)}")
+            key = (_key(pattern(entry, at)), method(entry.get("method"), f"{at}.method"))
+            memo._shifts[key] = shift
         return memo
 
 
