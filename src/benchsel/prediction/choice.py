@@ -215,7 +215,7 @@ def choose_completer(
 
 
 def held_out_cells(values: np.ndarray, held, hidden: np.ndarray, method: str,
-                   cache: CompletionCache, fits: FitStore | None) -> np.ndarray:
+                   cache: CompletionCache, fits: FitStore) -> np.ndarray:
     """``method``'s predictions of the ``hidden`` cells of ``values`` (in
     ``values[hidden]`` order).
 
