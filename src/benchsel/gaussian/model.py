@@ -674,9 +674,17 @@ class GaussianModel:
         rows = np.flatnonzero(top)
         for g, pattern in enumerate(patterns):
             members = rows[inverse == g]
-            shift = self._calibrator_for_predict().frontier_shift(pattern)
-            out[members] = shift * np.sqrt(var_z[members])
+            out[members] = self._gaussian_frontier_shift(pattern) * np.sqrt(var_z[members])
         return out
+
+    def _gaussian_frontier_shift(self, pattern: np.ndarray) -> np.ndarray:
+        """The calibrator's frontier shift for ``pattern``, kept with auto's decisions
+        (and so in a plan): measuring it refits the covariance on the sources' split."""
+        from ..prediction.memo import GAUSSIAN_CONDITIONAL
+
+        return self.auto_memo.frontier_shift(
+            GAUSSIAN_CONDITIONAL, pattern,
+            lambda: self._calibrator_for_predict().frontier_shift(pattern))
 
     def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
         """Per new row (standardized, NaN = not given): its regime and multiplier."""
@@ -754,8 +762,11 @@ class GaussianModel:
                                           "benchmark")] = True
         if not pattern.any():
             return
+        measures = self.calibration != "none" and measures_frontier(self._z)
         if self.calibration != "none":  # the Gaussian's own calibration, kept for predict
             self._calibrate(np.where(pattern, 0.0, np.nan)[None, :], 0.9)
+        if measures:  # and its shift for a model at the top of the sources
+            self._gaussian_frontier_shift(pattern)
         if self.transform_.name != "none":  # auto is the Gaussian there
             return
         x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
@@ -764,7 +775,6 @@ class GaussianModel:
         choices = choose_for_new_models(self.scores_.values, pattern,
                                         [0.0, np.finfo(float).tiny, np.inf], cache=cache,
                                         memo=self.auto_memo)
-        measures = self.calibration != "none" and measures_frontier(self._z)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":
                 calibrate_completion(self, x, method, 0.9, cache)

@@ -63,7 +63,8 @@ class AutoMemo:
 
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
-        #: Each completion method's frontier shift by pattern (one value per item).
+        #: Each method's frontier shift by pattern (one value per item; the Gaussian
+        #: conditional's, under GAUSSIAN_CONDITIONAL, in its standard deviations).
         self._shifts: dict[tuple, np.ndarray] = {}
         #: The fits the choice and calibration make on the sources (one set per
         #: board, shared by every pattern; kept in the cache folder, not in plans).
@@ -134,8 +135,8 @@ class AutoMemo:
             out[[index[g] for g in given]] = True
             return out
 
-        def method(name, at: str, residuals: bool = False) -> str:
-            if residuals and name == GAUSSIAN_CONDITIONAL:
+        def method(name, at: str, conditional: bool = False) -> str:
+            if conditional and name == GAUSSIAN_CONDITIONAL:
                 return name
             if name not in COMPLETERS or name == "auto":
                 raise ValueError(f"{at}: {name!r} is not a completion method")
@@ -177,7 +178,7 @@ class AutoMemo:
                 raise ValueError(f"{at}: residual, std and excess must be finite 1-D arrays "
                                  "of one length")
             key = (_key(pattern(entry, at)),
-                   method(entry.get("method"), f"{at}.method", residuals=True))
+                   method(entry.get("method"), f"{at}.method", conditional=True))
             memo._residuals[key] = arrays
         for i, entry in enumerate(_entries(obj, "shifts", where)):
             at = f"{where}.shifts[{i}]"
@@ -185,7 +186,8 @@ class AutoMemo:
             if shift.shape != (len(items),) or not np.isfinite(shift).all():
                 raise ValueError(f"{at}.shift: expected {len(items)} finite values, one per "
                                  f"benchmark; got shape {list(shift.shape)}")
-            key = (_key(pattern(entry, at)), method(entry.get("method"), f"{at}.method"))
+            key = (_key(pattern(entry, at)),
+                   method(entry.get("method"), f"{at}.method", conditional=True))
             memo._shifts[key] = shift
         return memo
 
