@@ -22,10 +22,12 @@ selection, calibrated 90% intervals) and prints per board, protocol and
   oracle that knew exactly what the sources' own version of the split
   needs, and applied it to every target.
 
-Where that oracle leaves 85-95%, no calibration that learns the
-multiplier from the sources alone can be in the band there. The last line
-counts the cells in the band for the shipped intervals and for the
-oracle.
+The oracle is one rule of a wider kind: one multiplier per split, read off
+the nested split and never smaller for a split whose nested need is
+larger. The last line counts the cells in the band for the shipped
+intervals and for the oracle, and the most that any rule of that kind
+could put there (:func:`monotone_bound`, from each board split's *window*:
+the multipliers that would put it in the band, :func:`band_window`).
 """
 
 import argparse
@@ -72,11 +74,49 @@ def compare(scores, protocol: str, k_max: int) -> list[dict]:
     for board, nested in zip(split_figures(scores, outer, k_max),
                              split_figures(sources, inner, k_max)):
         oracle = float(np.mean(board["normalized"] <= Z * nested["need"]))
+        low, high = band_window(board["normalized"])
         rows.append({"k": board["k"], "cells": board["cells"], "nested_cells": nested["cells"],
                      "nested_coverage": nested["coverage"], "nested_need": nested["need"],
                      "coverage": board["coverage"], "need": board["need"],
-                     "ratio": board["need"] / nested["need"], "oracle_coverage": oracle})
+                     "ratio": board["need"] / nested["need"], "oracle_coverage": oracle,
+                     "band_low": low, "band_high": high})
     return rows
+
+
+def band_window(normalized: np.ndarray) -> tuple[float, float]:
+    """The multipliers of the methods' own standard deviations that put a split's
+    coverage in the target band: ``[low, high)``, applied to every cell alike,
+    score bounds ignored as for the need (``(nan, nan)`` when none does: the
+    cells are too few or too alike)."""
+    s = np.sort(normalized[np.isfinite(normalized)])
+    n = s.size
+    first = int(np.ceil(TARGET[0] * n - 1e-9))   # cells that must be covered
+    last = int(np.floor(TARGET[1] * n + 1e-9))   # cells that may be covered
+    if n == 0 or first > last or first < 1:
+        return float("nan"), float("nan")
+    low = s[first - 1] / Z
+    high = s[last] / Z if last < n else float("inf")
+    return (float(low), float(high)) if low < high else (float("nan"), float("nan"))
+
+
+def monotone_bound(records: list[dict]) -> int:
+    """The most cells any rule can put in the band that gives each split one
+    multiplier, never smaller for a split whose nested need is larger.
+
+    Splits in order of nested need; a dynamic programme over the multiplier
+    levels (every window's ends): the best count so far ending at each level,
+    carried up to higher levels (the multiplier may grow between splits) and
+    raised by one where a split's window holds the level.
+    """
+    order = sorted(records, key=lambda r: r["nested_need"])
+    ends = [r[key] for r in order for key in ("band_low", "band_high")]
+    levels = np.unique([e for e in ends if np.isfinite(e)])
+    best = np.zeros(levels.size, dtype=int)
+    for r in order:
+        best = np.maximum.accumulate(best)
+        if np.isfinite(r["band_low"]):
+            best = best + ((levels >= r["band_low"]) & (levels < r["band_high"]))
+    return int(best.max(initial=0))
 
 
 def main() -> None:
@@ -106,10 +146,14 @@ def main() -> None:
         return sum(TARGET[0] <= r[key] <= TARGET[1] for r in records)
 
     print(f"\nIn {100 * TARGET[0]:.0f}-{100 * TARGET[1]:.0f}%, of {len(records)} cells: shipped "
-          f"{in_band('coverage')}, the oracle with the nested need {in_band('oracle_coverage')}")
+          f"{in_band('coverage')}, the oracle with the nested need {in_band('oracle_coverage')}; "
+          f"at most {monotone_bound(records)} for any one multiplier per split that never "
+          "shrinks as the nested need grows")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(records, fh, indent=1)
+            # An open-ended or empty window is null, not JSON's non-standard Infinity/NaN.
+            json.dump([{k: v if not isinstance(v, float) or np.isfinite(v) else None
+                        for k, v in r.items()} for r in records], fh, indent=1)
 
 
 if __name__ == "__main__":
