@@ -133,5 +133,6 @@ def main() -> None:
                 row += " " + " / ".join(f"{100 * np.mean(mae[k]):.2f}" for k in mae) + " |"
             print(row, flush=True)
 
+
 if __name__ == "__main__":
     main()

@@ -724,3 +724,20 @@ def test_a_high_level_prediction_on_a_bundled_board_has_finite_intervals():
     hidden = ~np.asarray(p.observed, dtype=bool)
     assert (p.high - p.low)[hidden].min() > 0
     assert ((p.high - p.low)[hidden] < 1).all()  # not the whole [0, 1] of every score
+
+
+def test_clear_column_bias_keeps_a_column_mean_only_where_enough_models_show_it():
+    from benchsel.calibration import MIN_CELLS, clear_column_bias
+
+    rng = np.random.default_rng(3)
+    residual = rng.normal(size=(60, 5))
+    residual[:, 1] += 2.0               # a clear bias
+    residual[MIN_CELLS - 1:, 2] = np.nan  # a bias on too few models
+    residual[:, 2] += 2.0
+    residual[:, 3] = np.nan             # no model has it
+    got = clear_column_bias(residual)
+    for j in range(residual.shape[1]):  # one column at a time, by hand
+        col = residual[:, j][~np.isnan(residual[:, j])]
+        clear = col.size >= MIN_CELLS and abs(col.mean()) > 2 * col.std(ddof=1) / np.sqrt(col.size)
+        assert got[j] == pytest.approx(col.mean() if clear else 0.0, rel=1e-12, abs=0)
+    assert got[1] > 1.5 and got[2] == 0 and got[3] == 0

@@ -71,6 +71,7 @@ from .regimes import (
     FRONTIER_APPLY_FRACTION,
     FRONTIER_FRACTION,
     _range_excess_loop,  # noqa: F401  (tests/test_fast_paths.py)
+    clear_column_bias,
     frontier_rows,
     measures_frontier,
     outside_range,
@@ -87,6 +88,7 @@ __all__ = [
     "MIN_MODELS",
     "Calibration",
     "calibration_splits",
+    "clear_column_bias",
     "conformal_quantile",
     "fit_calibration",
     "frontier_rows",

@@ -34,7 +34,7 @@ from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_s
 from ..progress import report
 from ..splits import frontier_split
 from .conformal import MIN_CELLS, Calibration, fit_calibration
-from .regimes import FRONTIER_FRACTION, measures_frontier, range_excess
+from .regimes import FRONTIER_FRACTION, clear_column_bias, measures_frontier, range_excess
 from .splits import MAX_MODELS, calibration_splits
 
 __all__ = ["GaussianCalibrator"]
@@ -142,13 +142,7 @@ class GaussianCalibrator:
         with np.errstate(invalid="ignore", divide="ignore"):
             r = (held[keep] - mu) / np.sqrt(var)
         r[:, g] = np.nan
-        n = (~np.isnan(r)).sum(axis=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # items no strong model has
-            bias = np.nanmean(r, axis=0)
-            se = np.nanstd(r, axis=0, ddof=1) / np.sqrt(np.maximum(n, 1))
-        clear = (n >= MIN_CELLS) & (np.abs(bias) > 2 * se)
-        shift[cols[clear]] = bias[clear]
+        shift[cols] = clear_column_bias(r)
         return shift
 
     def _fit_frontier(self):

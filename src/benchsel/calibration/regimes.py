@@ -15,6 +15,7 @@ import numpy as np
 from .._patterns import unique_rows
 
 __all__ = [
+    "clear_column_bias",
     "measures_frontier",
     "FRONTIER_APPLY_FRACTION",
     "FRONTIER_FRACTION",
@@ -195,3 +196,29 @@ def measures_frontier(z) -> bool:
 
     rows = int(np.sum(~np.isnan(np.asarray(z, dtype=float)).all(axis=1)))
     return rows * FRONTIER_FRACTION >= MIN_CELLS
+
+
+def clear_column_bias(residual) -> np.ndarray:
+    """Per column, the mean residual where it is clear; 0 elsewhere.
+
+    A frontier shift (the Gaussian's and every completion method's) keeps a
+    column's mean residual over the strongest held-out source models where
+    at least :data:`~benchsel.calibration.MIN_CELLS` of them have a residual
+    there and the mean is more than two standard errors from 0: with fewer
+    strong models a bias cannot be told from noise.
+
+    Parameters
+    ----------
+    residual : ndarray of shape (M, N)
+        NaN where a model has no residual (not scored, or given).
+    """
+    from .conformal import MIN_CELLS
+
+    residual = np.asarray(residual, dtype=float)
+    n = (~np.isnan(residual)).sum(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # columns no strong model has
+        mean = np.nanmean(residual, axis=0)
+        se = np.nanstd(residual, axis=0, ddof=1) / np.sqrt(np.maximum(n, 1))
+    clear = (n >= MIN_CELLS) & (np.abs(mean) > 2 * se)
+    return np.where(clear, mean, 0.0)

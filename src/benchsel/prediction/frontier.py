@@ -18,11 +18,9 @@ method with its own frontier shift").
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..calibration import MIN_CELLS, measures_frontier
+from ..calibration import clear_column_bias, measures_frontier
 from .cache import CompletionCache
 from .choice import held_out_cells
 from .fits import FitStore
@@ -73,11 +71,4 @@ def completion_frontier_shift(values: np.ndarray, given, method: str, *,
     fits = FitStore() if fits is None else fits
     residual = np.full(values.shape, np.nan)
     residual[hidden] = values[hidden] - held_out_cells(values, held, hidden, method, cache, fits)
-    n = (~np.isnan(residual)).sum(axis=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # items no strong model has
-        mean = np.nanmean(residual, axis=0)
-        se = np.nanstd(residual, axis=0, ddof=1) / np.sqrt(np.maximum(n, 1))
-    clear = (n >= MIN_CELLS) & (np.abs(mean) > 2 * se) & ~given
-    shift[clear] = mean[clear]
-    return shift
+    return clear_column_bias(residual)  # 0 on the given items: no held-out cell there
