@@ -70,6 +70,13 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", help="keep lm-eval's files here (default: a temp dir)")
     args = parser.parse_args(argv)
 
+    try:
+        import lm_eval  # noqa: F401
+    except ImportError:
+        # A plain `pip install .` does not bring the harness: say what does, in one line.
+        raise SystemExit("lm_eval_loop.py runs the real lm-evaluation-harness, which is not "
+                         "installed here: pip install 'lm_eval>=0.4.13' (or pip install "
+                         "-e '.[test]')") from None
     from lmeval.fake_lm import write_replay_task
     from lmeval.run import format_model_args, run_many
 

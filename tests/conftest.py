@@ -1,4 +1,11 @@
-"""Shared fixtures.
+"""Shared fixtures, and the two tiers of the suite.
+
+``python -m pytest`` runs the fast tier: every module on small data, in a
+few minutes. ``python -m pytest --slow`` adds the slow tier, as CI does:
+tests marked ``slow`` (whole protocols on the large bundled boards, the
+examples and the CLI in subprocesses, the report in a real browser) and
+every test of the real harness (those that take the ``lm_eval_runs``
+fixture are marked here, not one by one).
 
 ``lm_eval_runs`` runs the real lm-evaluation-harness CLI (``lm_eval`` must be
 installed; tests using it are skipped otherwise) on the weightless model in
@@ -26,6 +33,30 @@ for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2500)):
         _name, max_examples=_examples, deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 settings.load_profile("ci")
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="run the slow tier too (the real lm-eval harness, the browser, "
+                          "subprocesses, protocols on the large boards); CI does")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow tier, run with --slow (and in CI)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "lm_eval_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)  # before any fixture of the test is set up
+def pytest_runtest_setup(item):
+    # A skip from one place, so that -ra folds the whole slow tier into one line
+    # (and xdist's workers report it as the controller would).
+    if item.get_closest_marker("slow") and not item.config.getoption("--slow"):
+        pytest.skip("slow tier: python -m pytest --slow runs it, as CI does")
+
 
 LM_EVAL_SKILLS = dict(zip((f"fake-{i:02d}" for i in range(12)),
                           np.round(np.linspace(-2.5, 2.5, 12), 3).tolist()))

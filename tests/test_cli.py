@@ -438,6 +438,7 @@ def test_predict_axis_models_is_the_dual(capsys, tmp_path):
     assert np.mean(np.abs(truth - guess)) < 0.7 * np.mean(mean_only)
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_with_one_line(tmp_path):
     """An interrupted command says so in one line, with no traceback, and exits 130."""
     import signal

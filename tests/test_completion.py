@@ -104,6 +104,7 @@ def test_percent_scale_detection():
     np.testing.assert_array_equal(percent_scale(x), [1.0, 100.0, np.nan, np.nan])
 
 
+@pytest.mark.slow
 def test_merged_completion_beats_the_mean_with_calibrated_intervals():
     res = evaluate_completion(load_dataset("merged"), methods=("mean", "gaussian", "svd+ridge"))
     assert res.default == "gaussian"

@@ -108,6 +108,7 @@ def test_greedy_coresets_are_more_stable_than_random_ones():
     assert res.row("gaussian-greedy").stability > res.row("random-sampling").stability + 0.2
 
 
+@pytest.mark.slow
 def test_cli_coreset_eval_and_coreset_on_npz(tmp_path, capsys):
     path = tmp_path / "q.npz"
     np.savez(path, scores=irt_scores(seed=7), models=np.array([f"m{i}" for i in range(60)]))

@@ -422,7 +422,7 @@ def test_paper_splitter_draws_random_orders_as_the_published_code():
         cross_validate(scores, splitter="x")
 
 
-@pytest.mark.parametrize("name", ["merged", "mteb"])
+@pytest.mark.parametrize("name", [pytest.param("merged", marks=pytest.mark.slow), "mteb"])
 def test_table4_mi_reproduces_the_published_code_fold_by_fold(name):
     """Smola (2026), Table 4, MI: the published run's R^2 in every fold (seed 42)."""
     published = np.array(json.loads(PUBLISHED.read_text())["r2"][name]["mi"])[:, :6]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,6 +26,7 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_second():
     assert ci == second.strip()
 
 
+@pytest.mark.slow
 def test_readme_select_command_prints_five_mteb_tasks():
     cmd = readme_commands()[0].split("&&", 1)[1].split()
     assert cmd[0] == "benchsel"
@@ -66,6 +69,7 @@ def _same_output(shown: str, printed: str) -> bool:
         len(p) == len(q) and all(same(x, y) for x, y in zip(p, q)) for p, q in zip(a, b))
 
 
+@pytest.mark.slow
 def test_readme_loop_in_a_minute_runs_verbatim_and_prints_what_it_shows(tmp_path):
     """Each line of the section's bash block, as a shell would run it, in an empty
     folder (nothing of the repository or ../shared beside it)."""
@@ -85,6 +89,7 @@ def test_readme_loop_in_a_minute_runs_verbatim_and_prints_what_it_shows(tmp_path
     assert _same_output(shown, printed), printed
 
 
+@pytest.mark.slow
 def test_quickstart_example_runs():
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "quickstart.py")],
@@ -94,8 +99,8 @@ def test_quickstart_example_runs():
     assert "benchmarks needed for 90/95/99% explained variance" in out.stdout
 
 
+@pytest.mark.slow
 def test_lm_eval_loop_example_runs(tmp_path):
-    pytest = __import__("pytest")
     pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm_eval) is not installed")
     import numpy as np
 
@@ -120,3 +125,15 @@ def test_lm_eval_loop_example_runs(tmp_path):
         strongest = np.argsort(z["scores"][:, :80].mean(axis=1), kind="stable")[-2:]
     assert {int(line.split()[0].split("-")[1]) for line in table} == set(strongest.tolist())
     assert "mean |error|: predicted" in out.stdout
+
+
+def test_lm_eval_loop_without_the_harness_says_what_to_install():
+    # sys.modules[name] = None is how Python marks a module as not importable.
+    script = str(ROOT / "examples" / "lm_eval_loop.py")
+    run = ("import runpy, sys; sys.modules['lm_eval'] = None; "
+           f"sys.argv = ['lm_eval_loop.py']; runpy.run_path({script!r}, run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        "lm_eval_loop.py runs the real lm-evaluation-harness, which is not installed here: "
+        "pip install 'lm_eval>=0.4.13' (or pip install -e '.[test]')"]

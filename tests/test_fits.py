@@ -129,6 +129,43 @@ def _same_store(got: FitStore, want: FitStore, keys=None) -> None:
             np.testing.assert_array_equal(mine[name], theirs[name], err_msg=f"{key[0]} {name}")
 
 
+def _same_predictions(got: FitStore, want: FitStore, values: np.ndarray) -> None:
+    """Each fit of ``got`` predicts what ``want``'s fit of the same rows predicts.
+
+    A rebuild cannot promise the bits of an iterative fit: EM stops once the
+    covariance changes by less than 1e-5 (relatively) in an iteration, and
+    converging at a rate of up to 0.99 per iteration it may stop up to
+    1e-5 * 0.99 / 0.01 = 1e-3 from its limit, wherever rounding takes the
+    path (another BLAS, another number of threads: MERGED's fits with one
+    thread differ from the shipped ones by up to 3e-4 in standard units).
+    What a user sees is compared instead: the predictions of the board's
+    models from every other score, to 2e-3 of each column's spread. A stale
+    fit (a rule changed without :data:`~benchsel.prediction.memo.RULES`)
+    moves them by far more. The column statistics the fits standardize by
+    are direct sums, equal to rounding.
+    """
+    x = values.copy()
+    x[::2, ::2] = np.nan
+    x[1::2, 1::2] = np.nan
+    spread = np.nanstd(values, axis=0)
+    keys = list(got._fits)
+    assert keys and set(keys) <= set(want._fits)
+    for key in keys:
+        mine, theirs = got._fits[key], want._fits[key]
+        a, b = mine.arrays(), theirs.arrays()
+        np.testing.assert_array_equal(a["std_constant"], b["std_constant"], err_msg=key[0])
+        for name in ("std_mean", "std_scale"):
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-12, err_msg=f"{key[0]} {name}")
+        predict = "fold_in" if key[0] == "svd" else "conditional"
+        p, q = getattr(mine, predict)(x), getattr(theirs, predict)(x)
+        for part in ("mean", "std"):
+            mine_part, their_part = getattr(p, part), getattr(q, part)
+            np.testing.assert_array_equal(np.isnan(mine_part), np.isnan(their_part))
+            off = np.abs(mine_part - their_part) / np.where(spread > 0, spread, 1.0)
+            assert np.nanmax(off, initial=0.0) <= 2e-3, \
+                f"{key[0]} {part}: off by {np.nanmax(off):.2e} of a column's spread"
+
+
 def test_the_shipped_fits_are_what_each_board_gives_today():
     # Stale files (a fitting method changed, RULES not raised) would make a
     # prediction depend on whether the board is bundled: recompute and compare.
@@ -149,13 +186,13 @@ def test_the_shipped_fits_are_what_each_board_gives_today():
         assert shipped is not None and len(shipped) > 0, name
         fresh = GaussianModel().fit(load_dataset(name))
         fresh.auto_memo.fits = FitStore()
+        values = model.scores_.values
         if name in ("helm_lite", "bigcodebench", "wildbench"):  # all of it, seconds
-            _same_store(board_fits(fresh), shipped)
+            _same_predictions(board_fits(fresh), shipped, values)
             assert len(fresh.auto_memo.fits) == len(shipped)
         elif name in ("mteb", "merged", "open_llm_v2"):  # the first random fold's fits
             from benchsel.prediction.cache import CompletionCache
 
-            values = model.scores_.values
             given = np.zeros(values.shape[1], bool)
             given[0] = True
             held, hidden = choice_folds(values, given, "random")[0]
@@ -163,7 +200,7 @@ def test_the_shipped_fits_are_what_each_board_gives_today():
             for method in methods:
                 held_out_completion(values, held, hidden, method, fresh.auto_memo.fits,
                                     CompletionCache())
-            _same_store(fresh.auto_memo.fits, shipped)
+            _same_predictions(fresh.auto_memo.fits, shipped, values)
 
 
 def test_the_cli_uses_the_shipped_fits_and_keeps_its_own_elsewhere(tmp_path, monkeypatch,

@@ -262,6 +262,7 @@ def _load_in_capped_child(path: Path) -> tuple[int, str]:
     return int(peak), message.strip()
 
 
+@pytest.mark.slow  # a subprocess per case, to measure its peak memory alone
 @pytest.mark.parametrize("encoding", ["float64-zlib", "bits"])
 def test_a_legitimate_plan_loads_within_twice_its_decoded_size(plans, tmp_path, encoding):
     """A plan with a 64 MiB array (random scores, which zlib cannot shrink, or 0/1

@@ -188,6 +188,7 @@ def test_coreset_output_is_finite(tmp_path_factory, capsys, scores, size, seed):
     _check_outcome(code, out, err, path)
 
 
+@pytest.mark.slow
 @given(scores=question_sets(), size=st.integers(1, 6))
 @settings(max_examples=max(5, settings.default.max_examples // 10))  # a protocol per case
 def test_coreset_eval_output_is_finite(tmp_path_factory, capsys, scores, size):
@@ -216,6 +217,7 @@ def test_damaged_npz_bytes(tmp_path_factory, capsys, data, offset):
         assert str(path) in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2])
 def test_coreset_eval_with_one_question_reports_null_coverage(tmp_path, capsys, n):
     """Regression: -n 1 reported interval_coverage 0.0 and flooded stderr with warnings."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _compare import assert_json_close
 
 import benchsel
 from benchsel.cli import main
@@ -344,6 +345,7 @@ def test_a_plan_keeps_autos_decisions_and_predicts_as_a_fresh_fit(tmp_path):
     assert model._calibrator is None
 
 
+@pytest.mark.slow
 def test_a_plan_keeps_the_gaussians_calibration_for_its_check_rows(tmp_path):
     # MERGED is 31% observed: the rebuild check predicts source rows that miss some
     # selected scores, each pattern with its own calibration, all kept in the plan.
@@ -397,7 +399,10 @@ def test_decisions_kept_under_other_rules_are_not_read(tmp_path, monkeypatch, ca
     first = cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json")
     kept = list((tmp_path / "cache" / "auto").glob("*.json"))
     monkeypatch.setattr(memo, "RULES", memo.RULES + 1)
-    assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
+    # Under other rules the shipped fits are not read either: every fit is made again,
+    # and agrees with the shipped one to rounding, not to the bit.
+    assert_json_close(cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json"),
+                      first)
     now = list((tmp_path / "cache" / "auto").glob("*.json"))
     assert len(now) == 2 and set(kept) < set(now)
 

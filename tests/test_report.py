@@ -203,6 +203,7 @@ def _browser(tmp_path: Path):
     return webdriver.Chrome(options=options, service=Service(driver))
 
 
+@pytest.mark.slow
 def test_report_renders_in_chromium(hostile, tmp_path):
     from selenium.common.exceptions import NoAlertPresentException
 
