@@ -287,3 +287,21 @@ def test_a_held_out_model_of_1e300_among_scores_of_1e_7_predicts_without_overflo
     out = capsys.readouterr()
     assert "overflow" not in out.err
     assert all(np.isfinite(p["mean"]) for p in json.loads(out.out)["predictions"])
+
+
+def test_a_fold_whose_rows_are_all_constant_predicts_without_numpy_noise(tmp_path, capsys):
+    """Found by the property tests: auto's folds kept rows on which every column was
+    constant, and EM averaged over no entries ("Mean of empty slice")."""
+    from benchsel.gaussian.covariance import COVARIANCE_METHODS, estimate_covariance
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in COVARIANCE_METHODS:
+            est = estimate_covariance(np.zeros((5, 0)), method)
+            assert est.mean.shape == (0,) and est.covariance.shape == (0, 0)
+    path = tmp_path / "board.csv"
+    path.write_text("model,b0,b1,b2\nm0,0.5,0.5,0.5\nm1,0.5,0.5,0.5\nm2,0,0.5,0.5\n"
+                    "m3,0.5,0.5,0.5\nm4,0.5,0.4,0.5\n")
+    assert main(["predict", str(path), "--observed", "b0=0.5", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "empty slice" not in err and "invalid value" not in err, err

@@ -334,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default="table",
                    help="output: table (default), json (as --json), or csv: the filled-in "
                    "leaderboard, one row per model, each benchmark's value and its std "
-                   "(csv wins over --json). The input's format is --input-format")
+                   "(csv wins over --json; a name that would start a spreadsheet formula, "
+                   "=, +, -, @, gets a leading '). The input's format is --input-format")
     _add_bounds(p)
     _add_output(p)
 

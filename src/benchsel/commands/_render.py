@@ -39,17 +39,34 @@ def _emit_text(args, text: str) -> None:
         sys.stdout.write(text)
 
 
+#: What a spreadsheet takes a cell starting with for a formula (OWASP's list).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """A text cell no spreadsheet runs as a formula: one that would start one gets a
+    leading ``'``, as OWASP advises against CSV injection. Numbers are written as
+    numbers, never through this (``-0.5`` is a number, not a formula)."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
 def _prediction_csv(pred) -> str:
-    """The filled-in leaderboard: one row per model, each item's value and its std."""
+    """The filled-in leaderboard: one row per model, each item's value and its std.
+
+    Model and benchmark names go through :func:`spreadsheet_text`: a name
+    such as ``=HYPERLINK(...)`` is shown, never run, when the file is opened
+    in a spreadsheet (``--json`` keeps names exact).
+    """
     import csv
     import io
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["model", *[c for item in pred.items for c in (item, f"{item} std")]])
+    writer.writerow(["model", *[spreadsheet_text(c) for item in pred.items
+                                for c in (item, f"{item} std")]])
     for i, name in enumerate(pred.models):
         cells = []
         for j in range(len(pred.items)):
             cells += [repr(float(pred.mean[i, j])), repr(float(pred.std[i, j]))]
-        writer.writerow([name, *cells])
+        writer.writerow([spreadsheet_text(name), *cells])
     return buffer.getvalue()

@@ -546,6 +546,11 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
             f"covariance must be one of {', '.join(COVARIANCE_METHODS)}; got {method!r}"
         )
     z = _check_z(z)
+    if z.shape[1] == 0:
+        # Nothing to estimate (every column of these rows was constant): the empty
+        # Gaussian, not EM's averages over no entries (numpy's "Mean of empty slice").
+        return CovarianceEstimate(mean=np.zeros(0), covariance=np.zeros((0, 0)),
+                                  method="pairwise" if method == "auto" else method)
     if method == "auto":
         observed = ~np.isnan(z)
         method = "pairwise" if observed.all() else "em-shrink"

@@ -184,7 +184,7 @@ def choose_completer(
         parts = choice_folds(values, np.asarray(given, dtype=bool), split, folds, seed)
     parts = [(held, mask) for held, mask in parts if mask.any()]
     if not parts:
-        return MethodChoice("gaussian", ("mean",), {}, {}, 0, split)
+        return MethodChoice(*rank_methods({}, {}), {}, {}, 0, split)
     true = np.concatenate([values[mask] for _, mask in parts])
     pred = {m: [] for m in methods}
     cache = cache or CompletionCache()
@@ -205,13 +205,27 @@ def choose_completer(
         got = ~np.isnan(p)
         coverage[m] = float(100 * got.mean())
         medape[m] = median_ape(true[got], p[got])
-    full = sorted((m for m in methods if coverage[m] >= 100 * AUTO_MIN_COVERAGE
+    return MethodChoice(*rank_methods(medape, coverage), medape, coverage, int(true.size),
+                        split)
+
+
+def rank_methods(medape: dict, coverage: dict) -> tuple[str, tuple]:
+    """The winner and the fallbacks of :class:`MethodChoice` from its figures.
+
+    Methods that predicted at least :data:`AUTO_MIN_COVERAGE` of the
+    held-out cells by MedAPE, then the others by coverage; ties keep the
+    figures' order. Without figures (no model could be held out) the
+    choice is ``gaussian``. A kept choice is checked against it when it is
+    read back (:meth:`~benchsel.prediction.memo.AutoMemo.from_json`).
+    """
+    if not medape:
+        return "gaussian", ("mean",)
+    full = sorted((m for m in medape if coverage[m] >= 100 * AUTO_MIN_COVERAGE
                    and np.isfinite(medape[m])), key=lambda m: medape[m])
-    rest = sorted((m for m in methods if m not in full),
+    rest = sorted((m for m in medape if m not in full),
                   key=lambda m: (-coverage[m], medape[m] if np.isfinite(medape[m]) else np.inf))
     ranked = full + rest
-    fallbacks = tuple(ranked[1:]) + (() if "mean" in ranked else ("mean",))
-    return MethodChoice(ranked[0], fallbacks, medape, coverage, int(true.size), split)
+    return ranked[0], tuple(ranked[1:]) + (() if "mean" in ranked else ("mean",))
 
 
 def held_out_cells(values: np.ndarray, held, hidden: np.ndarray, method: str,

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .._npz import CheckedNpz
 from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
@@ -110,6 +111,32 @@ class GaussianFit:
     def z(self, values: np.ndarray) -> np.ndarray:
         return _standardized(self.std, values[:, self.cols], self.cols)
 
+    def mismatch(self, source: np.ndarray, kind: str) -> str | None:
+        """Why this fit, read from a file, is not one of ``source`` by ``kind``; None if
+        it passes.
+
+        The column statistics are recomputed (direct sums, equal to rounding).
+        The mean and covariance are not: on a sparse board EM stops short of
+        its fixed point (MERGED's fits are up to 0.14 standard deviations
+        from the mean of what they predict for their own rows), so no cheap
+        recomputation tells a changed mean or covariance from a true one;
+        only the cache folder's ownership stands between such a file and a
+        prediction (:mod:`benchsel.cache_files`).
+        """
+        from .completers import column_prior
+
+        std = fit_standardizer(source, kind)
+        prior = column_prior(source)
+        if not np.array_equal(self.std.constant, std.constant):
+            return "std_constant: other columns are constant"
+        for name, mine, own in (("std_mean", self.std.mean, std.mean),
+                                ("std_scale", self.std.scale, std.scale),
+                                ("fallback_mean", self.fallback_mean, prior[0]),
+                                ("fallback_std", self.fallback_std, prior[1])):
+            if not np.allclose(mine, own, rtol=1e-9, atol=0, equal_nan=True):
+                return f"{name}: not the rows' own"
+        return None
+
     def conditional(self, x: np.ndarray):
         """Conditional means and standard deviations of rows ``x`` given their scores.
 
@@ -182,6 +209,23 @@ class SvdFit:
         coords = recon @ self.basis
         self.coord_mean = coords.mean(axis=0)
         self.coord_cov = np.atleast_2d(np.cov(coords, rowvar=False))
+
+    def mismatch(self, source: np.ndarray, kind: str = "svd") -> str | None:
+        """Why this fit, read from a file, is not one of ``source``; None if its
+        column scales and standardization are the rows' own (recomputed)."""
+        from .completers import _Latent
+
+        latent = _Latent(source)
+        own = latent.std
+        if not np.array_equal(self.latent.scale, latent.scale, equal_nan=True):
+            return "scale: not the rows' own"
+        if not np.array_equal(self.latent.std.constant, own.constant):
+            return "std_constant: other columns are constant"
+        for name, mine, theirs in (("std_mean", self.latent.std.mean, own.mean),
+                                   ("std_scale", self.latent.std.scale, own.scale)):
+            if not np.allclose(mine, theirs, rtol=1e-9, atol=0, equal_nan=True):
+                return f"{name}: not the rows' own"
+        return None
 
     @property
     def empty(self) -> np.ndarray:
@@ -267,6 +311,9 @@ class FitStore:
         self._fits: dict = {}
         self._saved = 0  # fits read from or written to a file
         self._shipped: set = set()  # keys of fits read from the package: never written
+        #: Fits read from a file and not yet checked against the rows they are keyed
+        #: to (only :meth:`get` has those rows), by the file's name.
+        self._unchecked: dict = {}
 
     def __len__(self) -> int:
         return len(self._fits)
@@ -281,6 +328,8 @@ class FitStore:
         new = [key for key in other._fits if key not in self._fits]
         self._fits.update((key, other._fits[key]) for key in new)
         self._shipped.update(key for key in new if key in other._shipped)
+        self._unchecked.update((key, other._unchecked[key]) for key in new
+                               if key in other._unchecked)
         self._saved += len(new)
 
     def get(self, source: np.ndarray, kind: str):
@@ -288,17 +337,25 @@ class FitStore:
         request only."""
         source = np.ascontiguousarray(source, dtype=float)
         key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
+        if key in self._unchecked:
+            where = self._unchecked.pop(key)
+            problem = self._fits[key].mismatch(source, kind)
+            if problem is not None:
+                from ..cache_files import CacheWarning
+
+                warnings.warn(f"{where}: a {kind} fit is not one of the rows it is kept for "
+                              f"({problem}); fitted again", CacheWarning, stacklevel=2)
+                del self._fits[key]
+                self._saved -= 1  # the fit made now is kept in the cache instead
+                self._shipped.discard(key)
         if key not in self._fits:
             self._fits[key] = SvdFit(source) if kind == "svd" else GaussianFit(source, kind)
         return self._fits[key]
 
     # ------------------------------------------------------------------ file
-    def save(self, path) -> None:
-        """Write every fit but the shipped ones (:meth:`load` ``shipped=True``: a
-        bundled board's come with the package) to ``path``, a compressed ``.npz``
-        with no pickles, atomically."""
-        from ..io import write_text_atomic
-
+    def dumps(self) -> bytes:
+        """Every fit but the shipped ones (:meth:`loads` ``shipped=True``: a bundled
+        board's come with the package), as a compressed ``.npz`` with no pickles."""
         index, arrays = [], {}
         mine = [(key, fit) for key, fit in self._fits.items() if key not in self._shipped]
         for i, ((kind, shape, digest), fit) in enumerate(mine):
@@ -306,44 +363,76 @@ class FitStore:
             arrays.update({f"{i}.{name}": a for name, a in fit.arrays().items()})
         buffer = io.BytesIO()
         np.savez_compressed(buffer, index=np.array(json.dumps(index)), **arrays)
-        write_text_atomic(path, buffer.getvalue())
+        return buffer.getvalue()
+
+    def mark_saved(self) -> None:
+        """Every fit is now in a file (:meth:`unsaved` counts from here)."""
         self._saved = len(self._fits)
 
+    def save(self, path) -> None:
+        """Write :meth:`dumps` to ``path`` atomically."""
+        from ..io import write_text_atomic
+
+        write_text_atomic(path, self.dumps())
+        self.mark_saved()
+
     @classmethod
-    def load(cls, path, shipped: bool = False) -> FitStore:
-        """Read a file written by :meth:`save`; ``ValueError`` naming ``path`` and the
-        entry if it is not one. ``shipped``: the package's own fits of a bundled
-        board, which :meth:`save` leaves out of a user's cache."""
+    def load(cls, path, shipped: bool = False, n_items: int | None = None) -> FitStore:
+        """Read a file written by :meth:`save` (at most :data:`MAX_FILE_BYTES`);
+        as :meth:`loads`."""
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ValueError(f"{path}: larger than a file of fits may be")
+        return cls.loads(data, str(path), n_items, shipped=shipped)
+
+    @classmethod
+    def loads(cls, data: bytes, where: str, n_items: int | None = None,
+              shipped: bool = False) -> FitStore:
+        """The fits of :meth:`dumps`'s bytes, each checked before it is used.
+
+        Every array's header is checked against the shape its fit needs
+        before it is read (:class:`~benchsel._npz.CheckedNpz`), then its
+        values (:func:`check_fit`). ``n_items``: the board's, which every
+        fit must have. ``shipped``: the package's own fits of a bundled
+        board, which :meth:`dumps` leaves out of a user's cache. Any damage
+        is a ``ValueError`` naming ``where`` and the entry.
+        """
+        from .._json import loads
+
         store = cls()
-        with np.load(path, allow_pickle=False) as f:
-            try:
-                index = json.loads(str(f["index"][()]))
-            except (KeyError, ValueError) as exc:
-                raise ValueError(f"{path}: no index of fits") from exc
+        with CheckedNpz(data, where) as f:
+            text = f.array("index", shape=(), kinds="U", max_elements=len(data) // 2 + 512)
+            index = loads(str(text[()]), f"{where}: index")
             if not isinstance(index, list):
-                raise ValueError(f"{path}: index: expected a list")
+                raise ValueError(f"{where}: index: expected a list")
             for i, entry in enumerate(index):
-                at = f"{path}: fit {i}"
+                at = f"{where}: fit {i}"
                 if not (isinstance(entry, list) and len(entry) == 3
                         and entry[0] in KINDS and isinstance(entry[1], list)
                         and len(entry[1]) == 2
-                        and all(isinstance(n, int) and n >= 0 for n in entry[1])
+                        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                for n in entry[1])
                         and isinstance(entry[2], str) and len(entry[2]) == 40
                         and set(entry[2]) <= set("0123456789abcdef")):
                     raise ValueError(f"{at}: expected [kind, [rows, columns], digest]")
-                kind, (_, n_items), digest = entry
+                kind, (_, items), digest = entry
+                if n_items is not None and items != n_items:
+                    raise ValueError(f"{at}: fitted on {items} columns; the board has "
+                                     f"{n_items}")
+                arrays = _read_fit(f, i, kind, items, at)
                 fit_type = SvdFit if kind == "svd" else GaussianFit
-                try:
-                    arrays = {name: f[f"{i}.{name}"] for name in fit_type.FIELDS}
-                except KeyError as exc:
-                    raise ValueError(f"{at}: missing {exc.args[0]}") from exc
-                _check_fit(arrays, fit_type, n_items, at)
                 store._fits[(kind, tuple(entry[1]), bytes.fromhex(digest))] = \
                     fit_type.from_arrays(arrays)
         store._saved = len(store._fits)
+        store._unchecked = dict.fromkeys(store._fits, where)
         if shipped:
             store._shipped = set(store._fits)
         return store
+
+
+#: The largest file of fits read (a board of 2,000 columns has fits of tens of MB).
+MAX_FILE_BYTES = 1 << 30
 
 
 #: The completion methods that are fitted on source rows and predict a new
@@ -419,21 +508,76 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
 KINDS = ("svd", "auto", "em", "em-shrink", "pairwise", "paper")
 
 
-def _check_fit(arrays: dict, fit_type, n_items: int, at: str) -> None:
-    """Shapes and values of one stored fit, before it is used."""
-    for name, a in arrays.items():
-        if a.dtype.kind not in "fb":
-            raise ValueError(f"{at}.{name}: expected numbers, got dtype {a.dtype}")
-    if fit_type is GaussianFit:
-        n_cols = int(np.sum(arrays["std_constant"] == 0))
-        shapes = {"mean": (n_cols,), "covariance": (n_cols, n_cols)}
+def _read_fit(f, i: int, kind: str, n_items: int, at: str) -> dict[str, np.ndarray]:
+    """Fit ``i``'s arrays from a :class:`~benchsel._npz.CheckedNpz`, each header checked
+    against the shape the fit needs before it is read, then :func:`check_fit`."""
+    def read(name, shape=None, kinds="fb", max_elements=None):
+        return f.array(f"{i}.{name}", shape=shape, kinds=kinds, max_elements=max_elements,
+                       label=f"fit {i}.{name}")
+
+    vector = (n_items,)
+    arrays = {"std_mean": read("std_mean", vector), "std_scale": read("std_scale", vector),
+              "std_constant": read("std_constant", vector)}
+    if kind == "svd":
+        basis = read("basis", kinds="f", max_elements=n_items * n_items)
+        if basis.ndim != 2 or basis.shape[0] != n_items or basis.shape[1] > n_items:
+            raise ValueError(f"{at}.basis: shape {basis.shape}, expected ({n_items}, rank)")
+        rank = basis.shape[1]
+        arrays.update(scale=read("scale", vector), rmse=read("rmse", vector), basis=basis,
+                      coord_mean=read("coord_mean", (rank,)),
+                      coord_cov=read("coord_cov", (rank, rank)))
     else:
-        rank = arrays["basis"].shape[-1] if arrays["basis"].ndim == 2 else 0
-        shapes = {"basis": (n_items, rank), "coord_mean": (rank,), "coord_cov": (rank, rank)}
+        n_cols = int(np.sum(arrays["std_constant"] == 0))
+        arrays.update(fallback_mean=read("fallback_mean", vector),
+                      fallback_std=read("fallback_std", vector),
+                      mean=read("mean", (n_cols,)), covariance=read("covariance", (n_cols,) * 2))
+    check_fit(arrays, SvdFit if kind == "svd" else GaussianFit, at)
+    return arrays
+
+
+def check_fit(arrays: dict, fit_type, at: str) -> None:
+    """The values of one stored fit, before it is used: ``ValueError`` naming ``at``
+    and the array unless each is what a fit can hold.
+
+    Scales are positive and finite on the columns the fit standardizes
+    (a column no source row has may be NaN, never infinite); means,
+    covariances and the basis are finite; covariances are symmetric with no
+    negative eigenvalue beyond rounding; the basis is orthonormal.
+    """
+    def fail(name, what):
+        raise ValueError(f"{at}.{name}: {what}")
+
     for name, a in arrays.items():
-        want = shapes.get(name, (n_items,))
-        if a.shape != want:
-            raise ValueError(f"{at}.{name}: shape {a.shape}, expected {want}")
-        if name in ("mean", "covariance", "basis", "coord_mean", "coord_cov") and \
-                not np.isfinite(a).all():
-            raise ValueError(f"{at}.{name}: not finite")
+        if np.isinf(a).any():
+            fail(name, "holds an infinite value")
+    live = arrays["std_constant"] == 0
+    scale = arrays["std_scale"]
+    if not (np.isfinite(scale[live]).all() and (scale[live] > 0).all()
+            and np.isfinite(arrays["std_mean"][live]).all()):
+        fail("std_scale", "expected a positive scale and a finite mean for every column "
+                          "the fit standardizes")
+    if fit_type is GaussianFit:
+        if np.any(arrays["fallback_std"] < 0):
+            fail("fallback_std", "negative")
+        vectors, squares = {"mean": arrays["mean"]}, {"covariance": arrays["covariance"]}
+    else:
+        if np.any(arrays["scale"] <= 0) or np.any(arrays["rmse"] < 0):
+            fail("scale", "a scale or residual that is not positive")
+        basis = arrays["basis"]
+        if not np.isfinite(basis).all() or \
+                not np.allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-6):
+            fail("basis", "not orthonormal")
+        vectors, squares = {"coord_mean": arrays["coord_mean"]}, {"coord_cov":
+                                                                  arrays["coord_cov"]}
+    for name, a in vectors.items():
+        if not np.isfinite(a).all():
+            fail(name, "not finite")
+    for name, a in squares.items():
+        if not np.isfinite(a).all():
+            fail(name, "not finite")
+        if a.size:
+            top = max(float(np.max(np.abs(a))), 1.0)
+            if not np.allclose(a, a.T, rtol=0, atol=1e-9 * top):
+                fail(name, "not symmetric")
+            if np.linalg.eigvalsh(a)[0] < -1e-8 * top:
+                fail(name, "has a negative eigenvalue")

@@ -20,13 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import zipfile
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-
-from .._json import load_file
 
 __all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_cached",
            "save_cached"]
@@ -118,7 +116,7 @@ class AutoMemo:
     def from_json(cls, obj, items: Sequence[str], where: str) -> AutoMemo:
         """Inverse of :meth:`to_json`, checked; ``where`` names the entry in messages."""
         from ..plan._format import decode_array
-        from .choice import MethodChoice
+        from .choice import MethodChoice, rank_methods
         from .completers import COMPLETERS
 
         if not isinstance(obj, dict) or set(obj) - {"choices", "residuals", "shifts"}:
@@ -168,6 +166,14 @@ class AutoMemo:
                 method(entry.get("method"), f"{at}.method"),
                 tuple(method(m, f"{at}.fallbacks") for m in fallbacks),
                 figures["medape"], figures["coverage"], cells, split)
+            if figures["medape"].keys() != figures["coverage"].keys():
+                raise ValueError(f"{at}: expected 'medape' and 'coverage' of the same methods")
+            # The choice is the one its own figures make (choice.rank_methods): a method
+            # named by hand, not by the figures, is not a decision auto made.
+            ranked = rank_methods(figures["medape"], figures["coverage"])
+            if (choice.method, choice.fallbacks) != ranked:
+                raise ValueError(f"{at}.method: {choice.method!r} is not what its figures "
+                                 f"choose ({ranked[0]!r})")
             memo._choices[(_key(pattern(entry, at)), split)] = choice
         for i, entry in enumerate(_entries(obj, "residuals", where)):
             at = f"{where}.residuals[{i}]"
@@ -232,65 +238,88 @@ def _cache_key(model, options: bool) -> str | None:
     return h.hexdigest()[:32]
 
 
+def _entry(model, folder: str, options: bool, suffix: str) -> Path | None:
+    """The cache entry of ``model`` in ``folder`` (``auto`` or ``fits``); None when
+    caching is off or the folder cannot be trusted (:func:`~benchsel.cache_files.cache_folder`)."""
+    from ..cache_files import cache_folder
+
+    key = _cache_key(model, options=options)
+    if key is None:
+        return None
+    where = cache_folder(cache_dir(), folder)
+    return None if where is None else where / f"{key}{suffix}"
+
+
 def _decisions_file(model) -> Path | None:
     """Where the decisions are kept: by training matrix and options."""
-    key = _cache_key(model, options=True)
-    return None if key is None else cache_dir() / "auto" / f"{key}.json"
+    return _entry(model, "auto", True, ".json")
 
 
 def _fits_file(model) -> Path | None:
     """Where the fits (:class:`~benchsel.prediction.fits.FitStore`) are kept: by training
     matrix alone, whatever the options."""
-    key = _cache_key(model, options=False)
-    return None if key is None else cache_dir() / "fits" / f"{key}.npz"
+    return _entry(model, "fits", False, ".npz")
 
 
 _MAX_CACHE_BYTES = 256 << 20  # a board's decisions take kilobytes; more is not ours
+
+
+def _ignored(path: Path, err: Exception) -> None:
+    from ..cache_files import CacheWarning
+
+    warnings.warn(f"{path}: ignored, not a cache file benchsel wrote for this board ({err}); "
+                  "it is made again", CacheWarning, stacklevel=3)
 
 
 def load_cached(model) -> None:
     """Give a fitted model the decisions kept for its training matrix and options,
     and the fits kept for its training matrix.
 
-    A missing, unreadable or malformed cache file is as good as none: the
-    decisions are made again (and the file rewritten).
+    An entry is read only as :func:`~benchsel.cache_files.read_entry`
+    allows, and checked as a plan's decisions and fits are (schema, shapes
+    against this board, finite values, known methods): a missing entry is as
+    good as none, a damaged one too, after one :class:`~benchsel.cache_files.CacheWarning`
+    naming it. The decisions are then made again (and the entry rewritten).
     """
+    from .._json import loads
+    from ..cache_files import read_entry
     from .fits import FitStore
 
     path = _decisions_file(model)
-    if path is not None and path.is_file():
+    raw = None if path is None else read_entry(path, _MAX_CACHE_BYTES)
+    if raw is not None:
         try:
-            obj = load_file(path, max_bytes=_MAX_CACHE_BYTES, strict=True)
+            obj = loads(raw, str(path), strict=True)
             fits = model.auto_memo.fits  # the shipped ones, for a bundled board
-            model.auto_memo = AutoMemo.from_json(obj, model.items_, str(path))
-            model.auto_memo.fits = fits
-        except (OSError, ValueError, UnicodeDecodeError):
-            pass
+            memo = AutoMemo.from_json(obj, model.items_, str(path))
+            memo.fits = fits
+            model.auto_memo = memo
+        except (ValueError, UnicodeDecodeError) as err:
+            _ignored(path, err)
     path = _fits_file(model)
-    if path is not None and path.is_file():
+    raw = None if path is None else read_entry(path, _MAX_CACHE_BYTES)
+    if raw is not None:
         try:
-            if path.stat().st_size <= _MAX_CACHE_BYTES:
-                model.auto_memo.fits.update(FitStore.load(path))
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-            pass
+            model.auto_memo.fits.update(FitStore.loads(raw, str(path), model.scores_.n_items))
+        except ValueError as err:
+            _ignored(path, err)
 
 
 def save_cached(model) -> None:
     """Keep the model's decisions, and the fits they were made with, for the next run
-    (nothing when caching is off or the folder cannot be written: a cache is never
-    worth an error). The fits are kept by board alone: another set of given
-    benchmarks, or other options, reuse them."""
-    from ..io import write_json_atomic
+    (nothing when caching is off or the folder cannot be trusted or written: a cache
+    is never worth an error). The fits are kept by board alone: another set of given
+    benchmarks, or other options, reuse them. Each entry is written by
+    :func:`~benchsel.cache_files.write_entry`: never through a link."""
+    from ..cache_files import write_entry
 
     memo = model.auto_memo
-    for path, keep, write in (
-            (_decisions_file(model), len(memo),
-             lambda p: write_json_atomic(p, memo.to_json(model.items_), allow_nan=False)),
-            (_fits_file(model), memo.fits.unsaved, memo.fits.save)):
-        if path is None or not keep:
-            continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write(path)
-        except (OSError, ValueError):
-            continue
+    if len(memo):
+        path = _decisions_file(model)
+        if path is not None:
+            text = json.dumps(memo.to_json(model.items_), indent=2, allow_nan=False) + "\n"
+            write_entry(path, text.encode())
+    if memo.fits.unsaved:
+        path = _fits_file(model)
+        if path is not None and write_entry(path, memo.fits.dumps()):
+            memo.fits.mark_saved()

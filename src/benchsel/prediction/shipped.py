@@ -17,7 +17,8 @@ other :data:`~benchsel.prediction.memo.RULES` is not read.
 from __future__ import annotations
 
 import functools
-import json
+import re
+import warnings
 from importlib import resources
 
 import numpy as np
@@ -66,23 +67,39 @@ def shipped_fits(scores) -> FitStore | None:
     """The shipped fits of the bundled board whose matrix ``scores`` is, else None.
 
     None too when the files were made under other rules, or cannot be
-    read (a damaged install is only slower).
+    read or fail the checks every stored fit passes
+    (:meth:`~benchsel.prediction.fits.FitStore.loads`): a damaged install
+    is only slower, after one :class:`~benchsel.cache_files.CacheWarning`
+    naming the file.
     """
+    from ..cache_files import CacheWarning
     from ..plan._format import fingerprint
     from .memo import RULES
 
+    where = f"{FOLDER[0]}/{FOLDER[1]}/{INDEX}"
     try:
         index = _index()
         name = index["boards"].get(fingerprint(scores.models, scores.items, scores.values))
         if name is None or index.get("rules") != RULES:
             return None
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_]+\.npz", name):
+            raise ValueError(f"names {name!r}, not a file of fits in its folder")
+        where = f"{FOLDER[0]}/{FOLDER[1]}/{name}"
         with resources.as_file(_folder().joinpath(name)) as path:
-            return FitStore.load(path, shipped=True)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            where = str(path)
+            return FitStore.load(path, shipped=True, n_items=scores.n_items)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        warnings.warn(f"{where}: the shipped fits are damaged and not used ({err}); "
+                      "reinstall benchsel to predict faster", CacheWarning, stacklevel=2)
         return None
 
 
 @functools.lru_cache(maxsize=1)
 def _index() -> dict:
     """The shipped index, read once per process (a protocol fits a model per fold)."""
-    return json.loads(_folder().joinpath(INDEX).read_text())
+    from .._json import loads
+
+    index = loads(_folder().joinpath(INDEX).read_bytes(), INDEX, strict=True)
+    if not isinstance(index, dict) or not isinstance(index.get("boards"), dict):
+        raise ValueError("expected an object with 'boards'")
+    return index

@@ -1,0 +1,247 @@
+"""The cache folder as an attacker with write access to it would leave it.
+
+Every case ends in the output of a clean run (the same as with the cache
+off) or a clean error; no target of a planted link is touched; no run hangs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import stat
+import zipfile
+
+import numpy as np
+import pytest
+
+import benchsel
+from benchsel.cli import main
+
+SPEC = "MMLU=0.7,GSM8K=0.6"
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """HELM Lite less its first model: a board with no shipped fits, so every fit is cached."""
+    helm = benchsel.load_dataset("helm_lite")
+    path = tmp_path_factory.mktemp("board") / "board.csv"
+    helm.subset(models=list(range(1, helm.n_models))).to_frame().to_csv(path)
+    return path
+
+
+def predict(capsys, monkeypatch, board, cache) -> tuple[dict, str]:
+    monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(cache))
+    assert main(["predict", str(board), "--observed", SPEC, "--json"]) == 0
+    out = capsys.readouterr()
+    return json.loads(out.out), out.err
+
+
+@pytest.fixture(scope="module")
+def clean(board):
+    """What a run with the cache off prints."""
+    import contextlib
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["predict", str(board), "--observed", SPEC, "--json"]) == 0
+    return json.loads(buffer.getvalue())
+
+
+def entries(cache) -> dict[str, object]:
+    """The cache's two entries after a first run: ``auto`` (decisions) and ``fits``."""
+    found = {folder: sorted((cache / folder).iterdir()) for folder in ("auto", "fits")}
+    assert all(len(v) == 1 for v in found.values()), found
+    return {folder: paths[0] for folder, paths in found.items()}
+
+
+def test_the_folders_are_private_and_the_entries_are_read_back(capsys, monkeypatch, board,
+                                                               clean, tmp_path):
+    cache = tmp_path / "cache"
+    assert predict(capsys, monkeypatch, board, cache)[0] == clean
+    for folder in (cache, cache / "auto", cache / "fits"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for entry in entries(cache).values():
+        assert stat.S_IMODE(entry.stat().st_mode) & 0o077 == 0, entry
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean and "cache" not in err.lower()
+
+
+@pytest.mark.parametrize("folder", ["auto", "fits"])
+@pytest.mark.parametrize("target", ["existing", "missing"])
+def test_a_link_planted_in_the_cache_is_never_written_through(capsys, monkeypatch, board,
+                                                               clean, tmp_path, folder, target):
+    cache = tmp_path / "cache"
+    predict(capsys, monkeypatch, board, cache)
+    entry = entries(cache)[folder]
+    victim = tmp_path / "victim.txt"
+    if target == "existing":
+        victim.write_text("the user's own file\n")
+    entry.unlink()
+    entry.symlink_to(victim)
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean
+    if target == "existing":
+        assert victim.read_text() == "the user's own file\n"
+    else:
+        assert not victim.exists() and not victim.is_symlink()
+    # The link was ignored and replaced by a file of benchsel's, not followed.
+    assert entry.is_file() and not entry.is_symlink()
+    if folder == "auto" or target == "existing":  # a link to nothing reads as no entry
+        assert f"{entry}: a link, not a cache file; ignored" in err
+
+
+@pytest.mark.parametrize("folder", ["auto", "fits"])
+def test_a_fifo_planted_in_the_cache_does_not_hang_a_run(capsys, monkeypatch, board, clean,
+                                                         tmp_path, folder):
+    cache = tmp_path / "cache"
+    predict(capsys, monkeypatch, board, cache)
+    entry = entries(cache)[folder]
+    entry.unlink()
+    os.mkfifo(entry)
+
+    def hung(*_):
+        raise TimeoutError("predict waited on a FIFO in the cache")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(120)
+    try:
+        got, err = predict(capsys, monkeypatch, board, cache)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert got == clean
+    assert f"{entry}: not a regular file of yours; ignored" in err
+    assert entry.is_file()  # replaced by rename, never opened for writing
+
+
+def test_a_cache_folder_others_can_write_is_not_used(capsys, monkeypatch, board, clean,
+                                                     tmp_path):
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(0o777)
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean
+    assert "others can write it" in err and str(cache) in err
+    assert list(cache.iterdir()) == []
+
+
+def test_a_linked_subfolder_is_not_written_into(capsys, monkeypatch, board, clean, tmp_path):
+    cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    cache.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    (cache / "fits").symlink_to(elsewhere)
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean
+    assert f"{cache / 'fits'}: is not a private folder of yours" in err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_cache_folder_name_too_long_is_only_slower(capsys, monkeypatch, board, clean,
+                                                     tmp_path):
+    got, err = predict(capsys, monkeypatch, board, tmp_path / ("x" * 300))
+    assert got == clean
+    assert "cannot be used" in err
+
+
+def _rewrite_npz(path, change) -> None:
+    with np.load(path) as f:
+        arrays = dict(f)
+    change(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+
+
+def _huge_member(path) -> None:
+    """Replace the first fit's mean by a header declaring 10^12 float64 values."""
+    with zipfile.ZipFile(path) as z:
+        members = {name: z.read(name) for name in z.namelist()}
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
+    members["0.mean.npy"] = b"\x93NUMPY\x01\x00" + header.getvalue()[8:]
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def _first_gaussian(arrays) -> str:
+    index = json.loads(str(arrays["index"][()]))
+    return str(next(i for i, (kind, _, _) in enumerate(index) if kind != "svd"))
+
+
+DAMAGE = {
+    "fits truncated": ("fits", lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])),
+    "fits std_scale 0": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
+        f"{_first_gaussian(a)}.std_scale", 0 * a[f"{_first_gaussian(a)}.std_scale"]))),
+    "fits std_mean +3": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
+        f"{_first_gaussian(a)}.std_mean", a[f"{_first_gaussian(a)}.std_mean"] + 3))),
+    "fits covariance not symmetric": ("fits", lambda p: _rewrite_npz(p, lambda a: a[
+        f"{_first_gaussian(a)}.covariance"].__setitem__((0, 1), 5.0))),
+    "fits index nested": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
+        "index", np.array("[" * 100_000 + "]" * 100_000)))),
+    "fits member of 10^12 values": ("fits", _huge_member),
+    "decisions not JSON": ("auto", lambda p: p.write_text("{not json")),
+    "decisions nested": ("auto", lambda p: p.write_text("[" * 100_000 + "]" * 100_000)),
+    "decisions method edited": ("auto", lambda p: p.write_text(json.dumps(
+        {**(d := json.loads(p.read_text())),
+         "choices": [{**c, "method": "mean"} for c in d["choices"]]}))),
+    "decisions residual not finite": ("auto", lambda p: p.write_text(p.read_text().replace(
+        '"encoding": "float64-zlib"', '"encoding": "bits"', 1))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_damaged_or_altered_entry_is_skipped_with_one_warning(capsys, monkeypatch, board,
+                                                                clean, tmp_path, case):
+    cache = tmp_path / "cache"
+    predict(capsys, monkeypatch, board, cache)
+    folder, damage = DAMAGE[case]
+    kept = entries(cache)
+    entry = kept[folder]
+    damage(entry)
+    if folder == "fits":  # decisions kept would need no fit: make them be made again
+        kept["auto"].unlink()
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean
+    warned = [line for line in err.splitlines() if str(entry) in line]
+    assert len(warned) == 1, err
+    assert "Traceback" not in err
+    # And the entry was written anew: the next run reads it without a word.
+    again, err = predict(capsys, monkeypatch, board, cache)
+    assert again == clean and str(entry) not in err
+
+
+def test_csv_output_starts_no_spreadsheet_formula(capsys, tmp_path):
+    helm = benchsel.load_dataset("helm_lite")
+    renamed = {"MMLU": "=1+1", "GSM8K": "@GSM8K"}
+    board = tmp_path / "board.csv"
+    helm.to_frame().rename(columns=renamed).to_csv(board)
+    # New models whose names would each start a formula, given the two renamed benchmarks.
+    hostile = ['=HYPERLINK("http://evil.example/","click")', "+cmd|' /C calc'!A0", "-2+3",
+               "@SUM(A1)"]
+    observed = tmp_path / "new.csv"
+    observed.write_text('model,"=1+1",@GSM8K\n' + "".join(
+        f'"{name.replace(chr(34), chr(34) * 2)}",0.{60 + i},0.{50 + i}\n'
+        for i, name in enumerate(hostile)))
+    assert main(["predict", str(board), "--observed", str(observed), "--format", "csv",
+                 "--method", "gaussian"]) == 0
+    import csv
+
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    texts = [*rows[0], *(row[0] for row in rows[1:])]
+    for cell in texts:
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+    assert {"'=1+1", "'=1+1 std", "'@GSM8K", "'@GSM8K std"} <= set(rows[0])
+    assert [row[0] for row in rows[1:]] == ["'" + name for name in hostile]
+    for row in rows[1:]:  # numbers stay numbers
+        assert all(np.isfinite(float(v)) for v in row[1:])
+    # JSON keeps every name exact.
+    assert main(["predict", str(board), "--observed", str(observed), "--json",
+                 "--method", "gaussian"]) == 0
+    strings = set()
+    json.loads(capsys.readouterr().out, object_hook=lambda o: strings.update(
+        v for v in o.values() if isinstance(v, str)) or o)
+    assert set(hostile) <= strings
