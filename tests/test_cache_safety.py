@@ -145,26 +145,28 @@ def test_a_cache_folder_name_too_long_is_only_slower(capsys, monkeypatch, board,
     assert "cannot be used" in err
 
 
-def _rewrite_npz(path, change) -> None:
-    with np.load(path) as f:
+def _rewrite_npz(data: bytes, change) -> bytes:
+    with np.load(io.BytesIO(data)) as f:
         arrays = dict(f)
     change(arrays)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
 
 
-def _huge_member(path) -> None:
+def _huge_member(data: bytes) -> bytes:
     """Replace the first fit's mean by a header declaring 10^12 float64 values."""
-    with zipfile.ZipFile(path) as z:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
         members = {name: z.read(name) for name in z.namelist()}
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
         header, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
     members["0.mean.npy"] = b"\x93NUMPY\x01\x00" + header.getvalue()[8:]
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, member in members.items():
+            z.writestr(name, member)
+    return out.getvalue()
 
 
 def _first_gaussian(arrays) -> str:
@@ -172,46 +174,130 @@ def _first_gaussian(arrays) -> str:
     return str(next(i for i, (kind, _, _) in enumerate(index) if kind != "svd"))
 
 
+def _set(name: str, change):
+    """Change array ``name`` of the first Gaussian fit."""
+    def edit(arrays):
+        key = f"{_first_gaussian(arrays)}.{name}"
+        arrays[key] = change(arrays[key].copy())
+    return edit
+
+
+def _set_all(name: str, change):
+    """Change array ``name`` of every fit that has one."""
+    def edit(arrays):
+        for key in [k for k in arrays if k.endswith(f".{name}")]:
+            arrays[key] = change(arrays[key].copy())
+    return edit
+
+
+def _edit_json(change):
+    def edit(data: bytes) -> bytes:
+        obj = json.loads(data)
+        change(obj)
+        return json.dumps(obj).encode()
+    return edit
+
+
+def _asymmetric(a):
+    a[0, 1] = 5.0
+    return a
+
+
+# Each damage takes an entry's contents and returns new ones.
 DAMAGE = {
-    "fits truncated": ("fits", lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])),
-    "fits std_scale 0": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
-        f"{_first_gaussian(a)}.std_scale", 0 * a[f"{_first_gaussian(a)}.std_scale"]))),
-    "fits std_mean +3": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
-        f"{_first_gaussian(a)}.std_mean", a[f"{_first_gaussian(a)}.std_mean"] + 3))),
-    "fits covariance not symmetric": ("fits", lambda p: _rewrite_npz(p, lambda a: a[
-        f"{_first_gaussian(a)}.covariance"].__setitem__((0, 1), 5.0))),
-    "fits index nested": ("fits", lambda p: _rewrite_npz(p, lambda a: a.__setitem__(
+    "fits truncated": ("fits", lambda d: d[: len(d) // 2]),
+    "fits std_scale 0": ("fits", lambda d: _rewrite_npz(d, _set("std_scale", lambda a: 0 * a))),
+    "fits std_mean +3": ("fits", lambda d: _rewrite_npz(d, _set("std_mean", lambda a: a + 3))),
+    "fits covariance not symmetric": ("fits", lambda d: _rewrite_npz(
+        d, _set("covariance", _asymmetric))),
+    "fits index nested": ("fits", lambda d: _rewrite_npz(d, lambda a: a.__setitem__(
         "index", np.array("[" * 100_000 + "]" * 100_000)))),
     "fits member of 10^12 values": ("fits", _huge_member),
-    "decisions not JSON": ("auto", lambda p: p.write_text("{not json")),
-    "decisions nested": ("auto", lambda p: p.write_text("[" * 100_000 + "]" * 100_000)),
-    "decisions method edited": ("auto", lambda p: p.write_text(json.dumps(
-        {**(d := json.loads(p.read_text())),
-         "choices": [{**c, "method": "mean"} for c in d["choices"]]}))),
-    "decisions residual not finite": ("auto", lambda p: p.write_text(p.read_text().replace(
-        '"encoding": "float64-zlib"', '"encoding": "bits"', 1))),
+    "decisions not JSON": ("auto", lambda d: b"{not json"),
+    "decisions nested": ("auto", lambda d: b"[" * 100_000 + b"]" * 100_000),
+    "decisions method edited": ("auto", _edit_json(lambda o: o.__setitem__(
+        "choices", [{**c, "method": "mean"} for c in o["choices"]]))),
+    "decisions residual not finite": ("auto", lambda d: d.replace(
+        b'"encoding": "float64-zlib"', b'"encoding": "bits"', 1)),
 }
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["unsealed", "sealed again"])
 @pytest.mark.parametrize("case", sorted(DAMAGE))
 def test_a_damaged_or_altered_entry_is_skipped_with_one_warning(capsys, monkeypatch, board,
-                                                                clean, tmp_path, case):
+                                                                clean, tmp_path, case, sealed):
+    """Changed by hand, an entry's seal no longer matches; sealed again with the cache's
+    key (as the user's own account could), the checks of what it holds refuse it."""
+    from _cache import kept as kept_body
+
+    from benchsel.cache_files import CacheFolder
+
     cache = tmp_path / "cache"
     predict(capsys, monkeypatch, board, cache)
     folder, damage = DAMAGE[case]
     kept = entries(cache)
     entry = kept[folder]
-    damage(entry)
+    body = damage(kept_body(entry))
+    if sealed:
+        assert CacheFolder(entry.parent, (cache / "key").read_bytes()).write(entry.name, body)
+    else:
+        entry.write_bytes(body)
     if folder == "fits":  # decisions kept would need no fit: make them be made again
         kept["auto"].unlink()
     got, err = predict(capsys, monkeypatch, board, cache)
     assert got == clean
     warned = [line for line in err.splitlines() if str(entry) in line]
     assert len(warned) == 1, err
+    assert ("not sealed by this cache's key" in warned[0]) != sealed, warned
     assert "Traceback" not in err
     # And the entry was written anew: the next run reads it without a word.
     again, err = predict(capsys, monkeypatch, board, cache)
     assert again == clean and str(entry) not in err
+
+
+def _scale_residuals(data: bytes) -> bytes:
+    from benchsel.plan._format import decode_array, encode_array
+
+    obj = json.loads(data)
+    for entry in obj["residuals"]:
+        entry["residual"] = encode_array(100 * decode_array(entry["residual"], "residual"))
+    return json.dumps(obj).encode()
+
+
+# Values a check of what the entry holds cannot tell from true ones (docs/architecture.md):
+# only the seal catches them.
+BY_HAND = {
+    "fits mean +3": ("fits", lambda d: _rewrite_npz(d, _set_all("mean", lambda a: a + 3))),
+    "decisions residuals x100": ("auto", _scale_residuals),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BY_HAND))
+def test_values_changed_by_hand_are_caught_by_the_seal(capsys, monkeypatch, board, clean,
+                                                       tmp_path, case):
+    from _cache import kept as kept_body
+
+    from benchsel.cache_files import CacheFolder
+
+    cache = tmp_path / "cache"
+    predict(capsys, monkeypatch, board, cache)
+    folder, change = BY_HAND[case]
+    kept = entries(cache)
+    entry, pristine = kept[folder], kept[folder].read_bytes()
+    body = change(kept_body(entry))
+    entry.write_bytes(body)
+    if folder == "fits":
+        kept["auto"].unlink()
+    got, err = predict(capsys, monkeypatch, board, cache)
+    assert got == clean and "not sealed by this cache's key" in err
+    # The same change sealed with the key would be used: the change is real, and
+    # the seal is all that stands against it (besides the folder being the user's).
+    entry.write_bytes(pristine)
+    if folder == "fits":
+        for path in (cache / "auto").iterdir():
+            path.unlink()
+    assert CacheFolder(entry.parent, (cache / "key").read_bytes()).write(entry.name, body)
+    assert predict(capsys, monkeypatch, board, cache)[0] != clean
 
 
 def test_csv_output_starts_no_spreadsheet_formula(capsys, tmp_path):

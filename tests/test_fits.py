@@ -3,6 +3,7 @@ reference, and the choice's use of them (one fit per board, whatever is given)."
 
 import numpy as np
 import pytest
+from _cache import kept_fits
 
 from benchsel import GaussianModel, load_dataset
 from benchsel.gaussian.covariance import estimate_covariance
@@ -219,17 +220,17 @@ def test_the_cli_uses_the_shipped_fits_and_keeps_its_own_elsewhere(tmp_path, mon
     assert main(["predict", str(tmp_path / "board.csv"), "--observed", spec, "--json"]) == 0
     first = capsys.readouterr().out
     kept = list((tmp_path / "cache").glob("fits/*.npz"))
-    assert len(kept) == 1 and len(FitStore.load(kept[0])) > 0
+    assert len(kept) == 1 and len(kept_fits(kept[0])) > 0
     # Another set of given benchmarks on that board reuses the fits made before: it
     # makes fewer than it makes alone (the calibration's depend on the method chosen).
-    first_fits = FitStore.load(kept[0])
+    first_fits = kept_fits(kept[0])
     other = ["--observed", f"MedQA={middle['MedQA']}", "--json"]
     assert main(["predict", str(tmp_path / "board.csv"), *other]) == 0
-    both = FitStore.load(kept[0])
+    both = kept_fits(kept[0])
     assert set(first_fits._fits) < set(both._fits)
     monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path / "alone"))
     assert main(["predict", str(tmp_path / "board.csv"), *other]) == 0
-    alone = FitStore.load(next((tmp_path / "alone").glob("fits/*.npz")))
+    alone = kept_fits(next((tmp_path / "alone").glob("fits/*.npz")))
     assert len(both) - len(first_fits) < len(alone)
     _same_store(alone, both)
     monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path / "cache"))
@@ -239,7 +240,7 @@ def test_the_cli_uses_the_shipped_fits_and_keeps_its_own_elsewhere(tmp_path, mon
     capsys.readouterr()
     assert main(["predict", str(tmp_path / "board.csv"), "--observed", spec, "--json"]) == 0
     assert capsys.readouterr().out == first
-    assert len(FitStore.load(kept[0])) > 0  # written anew
+    assert len(kept_fits(kept[0])) > 0  # written anew
 
 
 def test_a_bundled_boards_cache_keeps_only_the_fits_the_package_does_not_ship(tmp_path,
@@ -247,7 +248,7 @@ def test_a_bundled_boards_cache_keeps_only_the_fits_the_package_does_not_ship(tm
     # The shipped fits come with the package: copying them into a user's cache
     # whenever one new fit is made would write MERGED's 2.3 MB again per board.
     from benchsel import GaussianModel
-    from benchsel.prediction.memo import _fits_file, load_cached, save_cached
+    from benchsel.prediction.memo import load_cached, save_cached
 
     monkeypatch.setenv("BENCHSEL_CACHE_DIR", str(tmp_path))
     model = GaussianModel().fit(load_dataset("helm_lite"))
@@ -255,7 +256,7 @@ def test_a_bundled_boards_cache_keeps_only_the_fits_the_package_does_not_ship(tm
     assert shipped > 0
     new = model.auto_memo.fits.get(model.scores_.values[:20], "svd")  # not shipped
     save_cached(model)
-    kept = FitStore.load(_fits_file(model))
+    kept = kept_fits(next(tmp_path.glob("fits/*.npz")))
     assert len(kept) == 1
     np.testing.assert_array_equal(next(iter(kept._fits.values())).basis, new.basis)
     again = GaussianModel().fit(load_dataset("helm_lite"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cache import kept as kept_entry
 from _compare import assert_json_close
 
 import benchsel
@@ -381,7 +382,7 @@ def test_predict_keeps_autos_decisions_between_runs(tmp_path, monkeypatch, capsy
     assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
     kept[0].write_text("{not json")  # a damaged cache is as good as none
     assert cli_json(capsys, "predict", "helm_lite", "--observed", spec, "--json") == first
-    assert json.loads(kept[0].read_text())["choices"]  # and is written anew
+    assert json.loads(kept_entry(kept[0]))["choices"]  # and is written anew
     monkeypatch.setenv("BENCHSEL_CACHE_DIR", "off")
     other = tmp_path / "cache" / "auto"
     before = sorted(other.iterdir())

@@ -305,3 +305,66 @@ def test_a_fold_whose_rows_are_all_constant_predicts_without_numpy_noise(tmp_pat
     assert main(["predict", str(path), "--observed", "b0=0.5", "--json"]) == 0
     err = capsys.readouterr().err
     assert "empty slice" not in err and "invalid value" not in err, err
+
+
+def test_a_dataframe_of_dates_or_repeated_columns_is_refused_by_column():
+    """Datetimes were read as epoch microseconds; a repeated column was pandas' TypeError."""
+    from benchsel.sources import as_scores
+
+    dates = pd.DataFrame({"x": [0.1, 0.2, 0.3], "when": pd.to_datetime(["2024-01-01"] * 3)},
+                         index=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"column 'when' holds dates or times"):
+        as_scores(dates)
+    twice = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=["a", "b"], columns=["x", "x"])
+    with pytest.raises(ValueError, match=r"columns \['x'\] appear more than once"):
+        as_scores(twice)
+
+
+def test_a_parquet_column_of_lists_names_the_file_row_and_column(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "lists.parquet"
+    pq.write_table(pa.table({"model": ["a", "b"], "x": [[1.0, 2.0], [3.0]],
+                             "y": [0.1, 0.2]}), path)
+    with pytest.raises(ValueError, match=rf"{path.name}: row 1, column 'x': holds a list"):
+        read_scores(path)
+
+
+def test_an_observed_file_that_fails_while_read_is_named(capsys):
+    """/proc/self/mem opens but cannot be read: the error named no file."""
+    assert main(["predict", "helm_lite", "--observed", "/proc/self/mem"]) == 1
+    err = capsys.readouterr().err
+    assert "/proc/self/mem: cannot be read" in err and "Traceback" not in err
+
+
+def test_the_report_shows_no_control_character(tmp_path):
+    from benchsel.report.html import escape
+
+    assert escape("a\x00b\x1b[31m<i>\tc\n") == "ab[31m&lt;i&gt;\tc\n"
+    helm = benchsel.load_dataset("helm_lite")
+    board = helm._replace(items=["MM\x00LU\x07" if i == "MMLU" else i for i in helm.items])
+    data, page = tmp_path / "board.csv", tmp_path / "report.html"
+    board.to_frame().to_csv(data)
+    assert main(["report", str(data), "-o", str(page), "--quiet", "--folds", "2",
+                 "--k-max", "2"]) == 0
+    html = page.read_text()
+    assert "\x00" not in html and "\x07" not in html and ">MMLU<" in html
+
+
+def test_an_interrupted_report_plots_leaves_no_plot_file(tmp_path, monkeypatch):
+    from benchsel.report import figures
+
+    encode, calls = figures.encode, []
+
+    def interrupted(fig, fmt):
+        calls.append(fmt)
+        if len(calls) == 5:  # some figures rendered, more to come
+            raise KeyboardInterrupt
+        return encode(fig, fmt)
+
+    monkeypatch.setattr(figures, "encode", interrupted)
+    plots = tmp_path / "plots"
+    assert main(["report", "helm_lite", "-o", str(tmp_path / "r.html"), "--plots", str(plots),
+                 "--quiet", "--folds", "2", "--k-max", "2"]) == 130  # "interrupted"
+    assert len(calls) == 5 and not [p for p in plots.rglob("*") if p.is_file()]

@@ -19,11 +19,12 @@ import zlib
 
 import numpy as np
 
-__all__ = ["CheckedNpz"]
+__all__ = ["DAMAGED", "CheckedNpz"]
 
-#: What a damaged archive raises while it is read (a bad CRC, a truncated or
-#: garbled member, an unsupported compression, a member marked encrypted).
-_DAMAGED = (OSError, EOFError, KeyError, TypeError, AttributeError, NotImplementedError,
+#: What a damaged archive raises while numpy or zipfile reads it (a bad CRC, a
+#: truncated or garbled member, a header declaring an absurd shape, an unsupported
+#: zip version, a flipped bit that marks a member encrypted: zipfile's RuntimeError).
+DAMAGED = (OSError, EOFError, KeyError, TypeError, AttributeError, NotImplementedError,
             SyntaxError, UnicodeDecodeError, OverflowError, RuntimeError, MemoryError,
             zipfile.BadZipFile, zlib.error)
 
@@ -44,7 +45,7 @@ class CheckedNpz:
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(data))
             self.names = {info.filename.removesuffix(".npy") for info in self._zip.infolist()}
-        except _DAMAGED as err:
+        except DAMAGED as err:
             raise ValueError(f"{where}: not a readable NPZ archive ({type(err).__name__})") \
                 from None
 
@@ -91,7 +92,7 @@ class CheckedNpz:
             text = str(err)
             raise ValueError(text if text.startswith(self.where) else f"{at}: {text}") \
                 from None
-        except _DAMAGED as err:
+        except DAMAGED as err:
             raise ValueError(f"{at}: damaged ({type(err).__name__})") from None
 
 

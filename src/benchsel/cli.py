@@ -299,7 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bounds(p)
 
     p = sub.add_parser("predict", help="predict a new model's unrun benchmarks (or full-task "
-                       "scores from a question-level plan)")
+                       "scores from a question-level plan)",
+                       epilog="predict DATA keeps auto's decisions and fits between runs in "
+                       "$BENCHSEL_CACHE_DIR (default $XDG_CACHE_HOME/benchsel or "
+                       "~/.cache/benchsel; 'off' keeps nothing). Its folders are private "
+                       "(0700); a folder others can write is not used, and a link, FIFO, "
+                       "damaged or altered entry there is skipped with a warning, never "
+                       "written through.")
     _add_data(p, optional=True)
     p.add_argument("--plan", metavar="PLAN.json",
                    help="predict from a saved plan ('benchsel plan') instead of fitting DATA")

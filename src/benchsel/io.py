@@ -157,6 +157,11 @@ def _csv_lines(path: Path, sep: str = ",") -> list[tuple[int, list[str]]]:
         raise ValueError(f"{path}: not a UTF-8 text file ({err.reason})") from None
     except csv.Error as err:
         raise ValueError(f"{path}: cannot parse as a {sep!r}-separated table: {err}") from None
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        # An error while reading (not opening) names no file: say which one it was.
+        raise type(err)(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
 def _read_text(path: Path, sep: str) -> _Table:
@@ -227,8 +232,14 @@ def _read_parquet(path: Path) -> _Table:
     frame = frame.reset_index(drop=not index_is_labels)
     header = [str(c) for c in frame.columns]
     _check_header(path, header)
+    def text(value, i: int, name: str) -> str:
+        if np.ndim(value) or isinstance(value, dict):  # a list, array or struct cell
+            raise ValueError(f"{path}: row {i + 1}, column {name!r}: holds a list of "
+                             "values, not a score")
+        return "" if pd.isna(value) else str(value)
+
     cells = {
-        name: ["" if pd.isna(v) else str(v) for v in frame.iloc[:, j].tolist()]
+        name: [text(v, i, name) for i, v in enumerate(frame.iloc[:, j].tolist())]
         for j, name in enumerate(header)
     }
     return _Table(path, header, cells, [f"row {i + 1}" for i in range(len(frame))])
@@ -369,19 +380,12 @@ def _from_long(
 
 
 # ----------------------------------------------------------------------- NPZ
-#: What a damaged archive raises while numpy reads it (a bad CRC, a truncated or
-#: garbled member, a header declaring an absurd shape, an unsupported zip version,
-#: a flipped bit that marks a member encrypted: zipfile's RuntimeError).
-_DAMAGED = (OSError, EOFError, MemoryError, KeyError, TypeError, AttributeError,
-            NotImplementedError, SyntaxError, UnicodeDecodeError, OverflowError, RuntimeError)
-
-
 def _read_npz(path: Path) -> ScoreMatrix:
     import tokenize
-    import zipfile
-    import zlib
 
-    damaged = (*_DAMAGED, zipfile.BadZipFile, zlib.error, tokenize.TokenError)
+    from ._npz import DAMAGED
+
+    damaged = (*DAMAGED, tokenize.TokenError)
     try:
         arrays = _npz_arrays(path)
     except damaged as err:

@@ -97,9 +97,18 @@ def _from_frame(frame, clean: bool) -> ScoreMatrix:
             not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]):
         # to_csv/read_csv round trips and literal tables carry names in a column.
         frame = frame.set_index(frame.columns[0])
+    if frame.columns.duplicated().any():
+        twice = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
+        raise ValueError(f"DataFrame columns {twice} appear more than once; each benchmark "
+                         "must be one column")
     columns = {}
     for name in frame.columns:
         column = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(column) or \
+                pd.api.types.is_timedelta64_dtype(column):
+            # pandas would give their integer ticks (epoch microseconds) as scores.
+            raise ValueError(f"DataFrame column {name!r} holds dates or times "
+                             f"({column.dtype}), not scores")
         numbers = pd.to_numeric(column, errors="coerce")
         bad = numbers.isna() & column.notna()
         if bad.any():

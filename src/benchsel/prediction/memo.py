@@ -136,7 +136,7 @@ class AutoMemo:
         def method(name, at: str, conditional: bool = False) -> str:
             if conditional and name == GAUSSIAN_CONDITIONAL:
                 return name
-            if name not in COMPLETERS or name == "auto":
+            if not isinstance(name, str) or name not in COMPLETERS or name == "auto":
                 raise ValueError(f"{at}: {name!r} is not a completion method")
             return name
 
@@ -238,24 +238,25 @@ def _cache_key(model, options: bool) -> str | None:
     return h.hexdigest()[:32]
 
 
-def _entry(model, folder: str, options: bool, suffix: str) -> Path | None:
-    """The cache entry of ``model`` in ``folder`` (``auto`` or ``fits``); None when
-    caching is off or the folder cannot be trusted (:func:`~benchsel.cache_files.cache_folder`)."""
-    from ..cache_files import cache_folder
+def _entry(model, folder: str, options: bool, suffix: str):
+    """``(CacheFolder, name)`` of ``model``'s entry in ``folder`` (``auto`` or ``fits``);
+    None when caching is off or the folder cannot be trusted
+    (:meth:`~benchsel.cache_files.CacheFolder.open`)."""
+    from ..cache_files import CacheFolder
 
     key = _cache_key(model, options=options)
     if key is None:
         return None
-    where = cache_folder(cache_dir(), folder)
-    return None if where is None else where / f"{key}{suffix}"
+    where = CacheFolder.open(cache_dir(), folder)
+    return None if where is None else (where, f"{key}{suffix}")
 
 
-def _decisions_file(model) -> Path | None:
+def _decisions_entry(model):
     """Where the decisions are kept: by training matrix and options."""
     return _entry(model, "auto", True, ".json")
 
 
-def _fits_file(model) -> Path | None:
+def _fits_entry(model):
     """Where the fits (:class:`~benchsel.prediction.fits.FitStore`) are kept: by training
     matrix alone, whatever the options."""
     return _entry(model, "fits", False, ".npz")
@@ -264,44 +265,53 @@ def _fits_file(model) -> Path | None:
 _MAX_CACHE_BYTES = 256 << 20  # a board's decisions take kilobytes; more is not ours
 
 
-def _ignored(path: Path, err: Exception) -> None:
+def _read(entry) -> tuple[bytes | None, str]:
+    """The contents of a cache entry (None if there are none to use), and its path."""
+    if entry is None:
+        return None, ""
+    folder, name = entry
+    return folder.read(name, _MAX_CACHE_BYTES), str(folder.path / name)
+
+
+def _ignored(path: str, err: Exception) -> None:
     from ..cache_files import CacheWarning
 
-    warnings.warn(f"{path}: ignored, not a cache file benchsel wrote for this board ({err}); "
-                  "it is made again", CacheWarning, stacklevel=3)
+    why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+    warnings.warn(f"{path}: ignored, not what benchsel keeps for this board ({why}); "
+                  "made again", CacheWarning, stacklevel=3)
 
 
 def load_cached(model) -> None:
     """Give a fitted model the decisions kept for its training matrix and options,
     and the fits kept for its training matrix.
 
-    An entry is read only as :func:`~benchsel.cache_files.read_entry`
-    allows, and checked as a plan's decisions and fits are (schema, shapes
-    against this board, finite values, known methods): a missing entry is as
-    good as none, a damaged one too, after one :class:`~benchsel.cache_files.CacheWarning`
-    naming it. The decisions are then made again (and the entry rewritten).
+    An entry is read only as :meth:`~benchsel.cache_files.CacheFolder.read`
+    allows (a sealed regular file of the user's), then checked as a plan's
+    decisions and fits are (schema, shapes against this board, finite
+    values, known methods, a choice its figures make): a missing entry is as
+    good as none, a damaged one too, after one
+    :class:`~benchsel.cache_files.CacheWarning` naming it. The decisions are
+    then made again (and the entry rewritten).
     """
     from .._json import loads
-    from ..cache_files import read_entry
+    from ..cache_files import READ_FAILURES
     from .fits import FitStore
 
-    path = _decisions_file(model)
-    raw = None if path is None else read_entry(path, _MAX_CACHE_BYTES)
+    raw, path = _read(_decisions_entry(model))
     if raw is not None:
         try:
-            obj = loads(raw, str(path), strict=True)
+            obj = loads(raw, path, strict=True)
             fits = model.auto_memo.fits  # the shipped ones, for a bundled board
-            memo = AutoMemo.from_json(obj, model.items_, str(path))
+            memo = AutoMemo.from_json(obj, model.items_, path)
             memo.fits = fits
             model.auto_memo = memo
-        except (ValueError, UnicodeDecodeError) as err:
+        except READ_FAILURES as err:
             _ignored(path, err)
-    path = _fits_file(model)
-    raw = None if path is None else read_entry(path, _MAX_CACHE_BYTES)
+    raw, path = _read(_fits_entry(model))
     if raw is not None:
         try:
-            model.auto_memo.fits.update(FitStore.loads(raw, str(path), model.scores_.n_items))
-        except ValueError as err:
+            model.auto_memo.fits.update(FitStore.loads(raw, path, model.scores_.n_items))
+        except READ_FAILURES as err:
             _ignored(path, err)
 
 
@@ -309,17 +319,15 @@ def save_cached(model) -> None:
     """Keep the model's decisions, and the fits they were made with, for the next run
     (nothing when caching is off or the folder cannot be trusted or written: a cache
     is never worth an error). The fits are kept by board alone: another set of given
-    benchmarks, or other options, reuse them. Each entry is written by
-    :func:`~benchsel.cache_files.write_entry`: never through a link."""
-    from ..cache_files import write_entry
-
+    benchmarks, or other options, reuse them. Each entry is sealed and written by
+    :meth:`~benchsel.cache_files.CacheFolder.write`: never through a link."""
     memo = model.auto_memo
     if len(memo):
-        path = _decisions_file(model)
-        if path is not None:
+        entry = _decisions_entry(model)
+        if entry is not None:
             text = json.dumps(memo.to_json(model.items_), indent=2, allow_nan=False) + "\n"
-            write_entry(path, text.encode())
+            entry[0].write(entry[1], text.encode())
     if memo.fits.unsaved:
-        path = _fits_file(model)
-        if path is not None and write_entry(path, memo.fits.dumps()):
+        entry = _fits_entry(model)
+        if entry is not None and entry[0].write(entry[1], memo.fits.dumps()):
             memo.fits.mark_saved()

@@ -72,7 +72,7 @@ def shipped_fits(scores) -> FitStore | None:
     is only slower, after one :class:`~benchsel.cache_files.CacheWarning`
     naming the file.
     """
-    from ..cache_files import CacheWarning
+    from ..cache_files import READ_FAILURES, CacheWarning
     from ..plan._format import fingerprint
     from .memo import RULES
 
@@ -88,7 +88,7 @@ def shipped_fits(scores) -> FitStore | None:
         with resources.as_file(_folder().joinpath(name)) as path:
             where = str(path)
             return FitStore.load(path, shipped=True, n_items=scores.n_items)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except (OSError, *READ_FAILURES) as err:
         warnings.warn(f"{where}: the shipped fits are damaged and not used ({err}); "
                       "reinstall benchsel to predict faster", CacheWarning, stacklevel=2)
         return None

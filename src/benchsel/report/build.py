@@ -103,14 +103,14 @@ class Report:
         """
         directory = check_output_folder(directory, protect=protect)
         directory.mkdir(parents=True, exist_ok=True)
-        written = []
+        # Every figure is rendered before any file is written: rendering is the slow
+        # part, so an interrupted run leaves no plot files rather than some of them.
         with figures.style():
-            for name, fig in self.figures.items():
-                for fmt in ("png", "svg"):
-                    path = directory / f"{name}.{fmt}"
-                    write_text_atomic(path, figures.encode(fig, fmt), protect=protect)
-                    written.append(path)
-        return written
+            encoded = {directory / f"{name}.{fmt}": figures.encode(fig, fmt)
+                       for name, fig in self.figures.items() for fmt in ("png", "svg")}
+        for path, data in encoded.items():
+            write_text_atomic(path, data, protect=protect)
+        return list(encoded)
 
     def close(self) -> None:
         """Release the figures' memory."""

@@ -13,9 +13,19 @@ import base64
 import datetime
 import json
 import math
-from html import escape
+import re
+from html import escape as _escape_html
 
 from . import figures
+
+#: Control characters no HTML text may hold (NUL among them); tab and newline stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def escape(text: str, quote: bool = True) -> str:
+    """``html.escape`` of ``text`` with its control characters removed: a name holding
+    NUL or an escape sequence is shown as its printable characters."""
+    return _escape_html(_CONTROL.sub("", text), quote)
 
 __all__ = ["render"]
 
