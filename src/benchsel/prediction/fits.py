@@ -119,9 +119,8 @@ class GaussianFit:
         The mean and covariance are not: on a sparse board EM stops short of
         its fixed point (MERGED's fits are up to 0.14 standard deviations
         from the mean of what they predict for their own rows), so no cheap
-        recomputation tells a changed mean or covariance from a true one;
-        only the cache folder's ownership stands between such a file and a
-        prediction (:mod:`benchsel.cache_files`).
+        recomputation tells a changed mean or covariance from a true one:
+        in the cache, the entry's seal does (:mod:`benchsel.cache_files`).
         """
         from .completers import column_prior
 
@@ -541,8 +540,9 @@ def check_fit(arrays: dict, fit_type, at: str) -> None:
 
     Scales are positive and finite on the columns the fit standardizes
     (a column no source row has may be NaN, never infinite); means,
-    covariances and the basis are finite; covariances are symmetric with no
-    negative eigenvalue beyond rounding; the basis is orthonormal.
+    covariances and the basis are finite; covariances are symmetric, a
+    Gaussian's positive definite, the coordinates' with no negative
+    eigenvalue beyond rounding; the basis is orthonormal.
     """
     def fail(name, what):
         raise ValueError(f"{at}.{name}: {what}")
@@ -579,5 +579,9 @@ def check_fit(arrays: dict, fit_type, at: str) -> None:
             top = max(float(np.max(np.abs(a))), 1.0)
             if not np.allclose(a, a.T, rtol=0, atol=1e-9 * top):
                 fail(name, "not symmetric")
-            if np.linalg.eigvalsh(a)[0] < -1e-8 * top:
-                fail(name, "has a negative eigenvalue")
+            smallest = np.linalg.eigvalsh(a)[0]
+            # Every covariance estimator floors its eigenvalues (psd_project): a Gaussian
+            # fit's is positive definite; the coordinates' covariance may be singular.
+            if smallest <= 0 if name == "covariance" else smallest < -1e-8 * top:
+                fail(name, "is not positive definite" if name == "covariance" else
+                     "has a negative eigenvalue")
