@@ -350,3 +350,45 @@ def _check(code: int, out: str, err: str) -> None:
         assert [x for x in err.splitlines() if x.startswith("benchsel: error:")], err
     else:
         assert code in (0, 2), (code, err)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                min_size=1, max_size=12)
+#: Names, half of them opening as a spreadsheet formula would.
+NAMES = st.one_of(_TEXT, st.builds(lambda a, b: a + b, st.sampled_from("=+-@"), _TEXT)) \
+    .filter(lambda t: t.strip() == t and t.strip())
+
+
+@given(models=st.lists(NAMES, min_size=2, max_size=3, unique=True),
+       first=NAMES.filter(lambda t: t not in ("MMLU", "GSM8K")))
+def test_csv_output_never_starts_a_formula_and_keeps_every_name(tmp_path_factory, capsys,
+                                                                models, first):
+    """Any names of new models and of a benchmark go into ``predict --format csv``: no
+    text cell starts a spreadsheet formula, and each name is there, behind a ``'``
+    where it would have started one."""
+    import csv
+    import io
+
+    from benchsel import load_dataset
+
+    helm = load_dataset("helm_lite")
+    root = tmp_path_factory.mktemp("csv")
+    board, observed = root / "board.csv", root / "new.csv"
+    helm.to_frame().rename(columns={"MedQA": first}).to_csv(board)
+    with observed.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["model", "MMLU", "GSM8K"])
+        writer.writerows([name, 0.6, 0.5] for name in models)
+    code, out, err = cli(capsys, "predict", board, "--observed", observed, "--format", "csv",
+                         "--method", "gaussian")
+    event(f"exit code {code}")
+    if code != 0:  # a name the readers refuse, by name
+        assert code == 1 and err.startswith("benchsel: error:") and "Traceback" not in err
+        return
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    texts = [*rows[0], *(row[0] for row in rows[1:])]
+    assert not [t for t in texts if t.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    shown = {t[1:] if t[:1] == "'" and t[1:2] and t[1] in "=+-@\t\r" else t for t in texts}
+    assert set(models) <= shown and first in shown
+    for row in rows[1:]:
+        assert all(np.isfinite(float(v)) for v in row[1:])

@@ -198,7 +198,9 @@ def test_question_level_loop(lm_eval_runs, tmp_path, capsys):
     csv = tmp_path / "filled.csv"
     assert main(["predict", "--plan", str(plan), "--observed", str(new), "--format", "csv",
                  "-o", str(csv)]) == 0
-    header = csv.read_text().splitlines()[0].split(",")
+    import csv as csv_module
+
+    header = next(csv_module.reader(csv.open(newline="")))
     assert header[:3] == ["model", "bs_mc_a", "bs_mc_a std"]
 
 

@@ -55,18 +55,20 @@ def _prediction_csv(pred) -> str:
 
     Model and benchmark names go through :func:`spreadsheet_text`: a name
     such as ``=HYPERLINK(...)`` is shown, never run, when the file is opened
-    in a spreadsheet (``--json`` keeps names exact).
+    in a spreadsheet (``--json`` keeps names exact). Every name is quoted,
+    numbers are not: a name holding a carriage return would otherwise start
+    a new row there, unquoted, and that row a formula.
     """
     import csv
     import io
 
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(["model", *[spreadsheet_text(c) for item in pred.items
                                 for c in (item, f"{item} std")]])
     for i, name in enumerate(pred.models):
         cells = []
         for j in range(len(pred.items)):
-            cells += [repr(float(pred.mean[i, j])), repr(float(pred.std[i, j]))]
+            cells += [float(pred.mean[i, j]), float(pred.std[i, j])]  # written as repr()
         writer.writerow([spreadsheet_text(name), *cells])
     return buffer.getvalue()
