@@ -25,8 +25,8 @@ __all__ = ["DAMAGED", "CheckedNpz"]
 #: truncated or garbled member, a header declaring an absurd shape, an unsupported
 #: zip version, a flipped bit that marks a member encrypted: zipfile's RuntimeError).
 DAMAGED = (OSError, EOFError, KeyError, TypeError, AttributeError, NotImplementedError,
-            SyntaxError, UnicodeDecodeError, OverflowError, RuntimeError, MemoryError,
-            zipfile.BadZipFile, zlib.error)
+           SyntaxError, UnicodeDecodeError, OverflowError, RuntimeError, MemoryError,
+           zipfile.BadZipFile, zlib.error)
 
 
 class CheckedNpz:
@@ -57,9 +57,9 @@ class CheckedNpz:
 
     def array(self, name: str, shape: tuple | None = None, kinds: str = "fb",
               max_elements: int | None = None, label: str | None = None) -> np.ndarray:
-        """The member ``name``, if its header declares ``shape`` (any shape with
-        ``max_elements`` elements at most when None) and a dtype of a kind in ``kinds``;
-        ``label`` names it in messages (``name`` by default)."""
+        """The member ``name``, if its header declares ``shape`` (when None, any shape
+        of at most ``max_elements`` float64s' worth of bytes) and a dtype of a kind in
+        ``kinds``; ``label`` names it in messages (``name`` by default)."""
         at = f"{self.where}: {label or name}"
         if name not in self.names:
             raise ValueError(f"{at}: missing")

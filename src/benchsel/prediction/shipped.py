@@ -9,9 +9,11 @@ on a board as sparse as MERGED they take most of a first prediction's time
 model fitted on a bundled board (recognized by the fingerprint of its
 matrix, not by its name) starts from them; a fit is found by the bytes of
 the rows it was fitted on, so a shipped fit is only ever used for exactly
-those rows, and a fresh computation gives the same arrays
-(``tests/test_fits.py`` recomputes some of each file). A file written under
-other :data:`~benchsel.prediction.memo.RULES` is not read.
+those rows, and a fresh computation gives the same predictions, to what
+EM's stopping rule can promise (``tests/test_fits.py`` recomputes some of
+each file). A file written under other :data:`~benchsel.prediction.memo.RULES`
+is not read, and every file is checked as a cached one is
+(:meth:`~benchsel.prediction.fits.FitStore.loads`).
 """
 
 from __future__ import annotations
