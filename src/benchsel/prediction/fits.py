@@ -118,7 +118,8 @@ class GaussianFit:
         The column statistics are recomputed (direct sums, equal to rounding).
         The mean and covariance are not: on a sparse board EM stops short of
         its fixed point (MERGED's fits are up to 0.14 standard deviations
-        from the mean of what they predict for their own rows), so no cheap
+        from the mean of what they predict for their own rows:
+        ``benchmarks/cache_checks.py``), so no cheap
         recomputation tells a changed mean or covariance from a true one:
         in the cache, the entry's seal does (:mod:`benchsel.cache_files`).
         """
