@@ -12,9 +12,15 @@ Two figures behind ``docs/architecture.md`` (the cache section) and
    in standard deviations, between a fit's mean and the mean of what the fit
    predicts for its own rows. Small boards sit at rounding; sparse ones do
    not, so the fixed point cannot tell a changed mean from a true one.
+3. ``--rebuild``: how far fits made on this machine now are from the shipped
+   ones (largest difference per kind and array, in the arrays' own units),
+   the figure behind the tolerance of
+   ``tests/test_fits.py::test_the_shipped_fits_are_what_each_board_gives_today``
+   (run it with ``OMP_NUM_THREADS=1`` for another BLAS path).
 
-    python benchmarks/cache_checks.py                 # both, MERGED and HELM Lite
+    python benchmarks/cache_checks.py                 # 1 and 2, MERGED and HELM Lite
     python benchmarks/cache_checks.py --repeats 5 --boards merged,mteb
+    OMP_NUM_THREADS=1 python benchmarks/cache_checks.py --rebuild --boards merged,helm_lite
 """
 
 from __future__ import annotations
@@ -97,15 +103,45 @@ def drift(board: str) -> None:
         f"{kind} {max(v):.1e} ({len(v)} fits)" for kind, v in sorted(gaps.items())))
 
 
+def rebuild(board: str) -> None:
+    """Largest |fresh - shipped| per fit kind and array, over every fit of the board."""
+    from benchsel.prediction.shipped import shipped_fits
+
+    scores = benchsel.load_dataset(board)
+    shipped = shipped_fits(scores)
+    fresh = benchsel.GaussianModel().fit(scores)
+    fresh.auto_memo.fits = FitStore()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = board_fits(fresh)
+    worst: dict = {}
+    for key, fit in store._fits.items():
+        if key not in shipped._fits:
+            continue
+        theirs = shipped._fits[key].arrays()
+        for name, mine in fit.arrays().items():
+            gap = float(np.nanmax(np.abs(mine.astype(float) - theirs[name].astype(float)),
+                                  initial=0.0))
+            worst[(key[0], name)] = max(worst.get((key[0], name), 0.0), gap)
+    print(f"{board:12s} fresh vs shipped, largest difference: " + ", ".join(
+        f"{kind}.{name} {gap:.1e}" for (kind, name), gap in sorted(worst.items()) if gap > 0))
+
+
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--boards", default="merged,helm_lite")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rebuild", action="store_true",
+                        help="only: fresh fits against the shipped ones")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = parse()
+    if args.rebuild:
+        for name in args.boards.split(","):
+            rebuild(name)
+        raise SystemExit(0)
     for name in args.boards.split(","):
         cost(name, args.repeats)
     for name in args.boards.split(","):

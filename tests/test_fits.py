@@ -137,8 +137,9 @@ def _same_predictions(got: FitStore, want: FitStore, values: np.ndarray) -> None
     covariance changes by less than 1e-5 (relatively) in an iteration, and
     converging at a rate of up to 0.99 per iteration it may stop up to
     1e-5 * 0.99 / 0.01 = 1e-3 from its limit, wherever rounding takes the
-    path (another BLAS, another number of threads: MERGED's fits with one
-    thread differ from the shipped ones by up to 3e-4 in standard units).
+    path (another BLAS, another number of threads: the first fold's MERGED
+    fits made with one thread differ from the shipped ones by up to 3e-4 in
+    standard units; ``benchmarks/cache_checks.py --rebuild`` shows every fit).
     What a user sees is compared instead: the predictions of the board's
     models from every other score, to 2e-3 of each column's spread. A stale
     fit (a rule changed without :data:`~benchsel.prediction.memo.RULES`)
