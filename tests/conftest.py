@@ -34,6 +34,7 @@ for _name, _examples in (("ci", 40), ("medium", 300), ("big", 2500)):
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 settings.load_profile("ci")
 
+
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="run the slow tier too (the real lm-eval harness, the browser, "
