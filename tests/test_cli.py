@@ -499,3 +499,33 @@ def test_the_old_level_flag_still_works_and_says_what_it_is_now(capsys, tmp_path
     assert main(["plan", "helm_lite", "--level", "benchmarks", "-k", "2", "-o",
                  str(tmp_path / "p.json")]) == 0
     assert "--level is now --kind" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["select", "helm_lite", "-k", "five"], "argument -k: expected a number of benchmarks "
+                                            "(a positive whole number) or 'auto'; got 'five'"),
+    (["select", "helm_lite", "-k", "0"], "or 'auto'; got '0'"),
+    (["predict", "helm_lite", "--observed", "MMLU=0.5", "--coverage", "most"],
+     "argument --coverage: must be a number in (0, 1); got 'most'"),
+])
+def test_a_bad_number_says_what_is_expected(capsys, argv, message):
+    """argparse named the type function instead: "invalid _k_value value: 'five'"."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "_k_value" not in err and "_fraction" not in err
+
+
+def test_a_plan_or_other_json_given_as_data_is_named_for_what_it_is(tmp_path, capsys):
+    """A plan given as DATA read as a CSV: "line 2 has 2 fields; the header has 1"."""
+    plan = tmp_path / "plan.json"
+    assert main(["plan", "helm_lite", "-k", "2", "-o", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(plan), "--observed", "MMLU=0.5"]) == 1
+    assert f"{plan}: is a benchsel plan, not a table of scores; give it with --plan" in \
+        capsys.readouterr().err
+    other = tmp_path / "scores.csv"
+    other.write_text('[{"model": "a", "MMLU": 0.5}]')
+    assert main(["select", str(other), "-k", "1"]) == 1
+    assert f"{other}: is JSON, not a table of scores" in capsys.readouterr().err

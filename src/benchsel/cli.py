@@ -166,7 +166,14 @@ def _add_coverage(p) -> None:
 
 def _k_value(text: str):
     """-k: a positive integer or 'auto'."""
-    return "auto" if text == "auto" else _positive_int(text)
+    if text == "auto":
+        return "auto"
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of benchmarks (a positive whole number) or 'auto'; got "
+            f"{text!r}") from None
 
 
 def _add_log_readers(p) -> None:
@@ -179,9 +186,14 @@ def _add_log_readers(p) -> None:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    # argparse names a type function that raises ValueError by its own name
+    # ("invalid _positive_int value"): say what is expected instead.
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive whole number; got {text!r}")
     return value
 
 
@@ -228,9 +240,12 @@ def _coreset_size(text: str) -> str:
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1); got {text}")
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1); got {text!r}")
     return value
 
 

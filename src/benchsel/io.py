@@ -130,6 +130,7 @@ def read_scores(
         if kind == "parquet":
             table = _read_parquet(path)
         else:
+            _refuse_json(path)
             table = _read_text(path, _infer_sep(path, sep))
         if format == "long":
             scores = _from_long(table, model_column or "model", item_column, score_column)
@@ -139,6 +140,23 @@ def read_scores(
 
 
 # ---------------------------------------------------------------- text tables
+def _refuse_json(path: Path) -> None:
+    """A JSON file given where a table is read: say what it is, not which line has
+    too many fields. A saved plan is pointed to ``--plan``."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return  # the table reader names the error
+    if not head.startswith((b"{", b"[")):
+        return
+    if re.search(rb'"format"\s*:\s*"benchsel-plan"', head):
+        raise ValueError(f"{path}: is a benchsel plan, not a table of scores; give it with "
+                         f"--plan (benchsel predict --plan {path} --observed ...)")
+    raise ValueError(f"{path}: is JSON, not a table of scores; expected a CSV or TSV "
+                     "file (one row per model), NPZ or Parquet")
+
+
 def _csv_lines(path: Path, sep: str = ",") -> list[tuple[int, list[str]]]:
     """Non-blank records of a delimited UTF-8 file as ``(line number, stripped fields)``."""
     import csv
