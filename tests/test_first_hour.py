@@ -227,3 +227,18 @@ def test_commands_do_not_offer_options_they_cannot_use(command):
     flags = {f for a in sub.choices[command]._actions for f in a.option_strings}
     assert "--transform" not in flags and "--calibration" not in flags
     assert "--covariance" in flags
+
+
+def test_a_model_name_without_its_version_suggests_the_versions():
+    """`compare helm_lite --models "GPT-4,..."` suggested nothing: the leaderboard's name
+    is "GPT-4 (0613)", too long for a close spelling."""
+    from benchsel.matrix import closest_names
+
+    helm = benchsel.load_dataset("helm_lite")
+    assert closest_names("GPT-4", helm.models)[0] == "GPT-4 (0613)"
+    assert closest_names("gpt-4 (0613)", helm.models)[0] == "GPT-4 (0613)"
+
+
+def test_compare_suggests_a_model_by_its_name(capsys):
+    code, _, err = run(capsys, "compare", "helm_lite", "--models", "GPT-4,Claude 2")
+    assert code == 1 and "did you mean 'GPT-4 (0613)'" in err

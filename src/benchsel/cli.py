@@ -73,8 +73,9 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
 
 def _add_bounds(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bounds", type=_bounds, default="infer", metavar="LOW,HIGH",
-                   help="range of every score, e.g. 0,1 or 0,100; predictions and intervals "
-                   "are clipped into it. Default infer: [0, 1] for a column whose scores all "
+                   help="range of every score, e.g. 0,1 or 0,100; each prediction's normal "
+                   "distribution is truncated to it, so its mean and interval lie inside it "
+                   "(not clipped to it). Default infer: [0, 1] for a column whose scores all "
                    "lie in it, [0, 100] for one in percent, else none ('none')")
 
 

@@ -48,14 +48,18 @@ def _short_list(names: Iterable[str], limit: int = 10) -> str:
 
 
 def closest_names(wanted: str, names: Iterable[str], limit: int = 3) -> list[str]:
-    """The valid names most like ``wanted``: case-insensitive, then close spellings."""
+    """The valid names most like ``wanted``: the same but for case, then those that
+    start with it (``GPT-4`` for ``GPT-4 (0613)``: leaderboards add versions), then
+    close spellings."""
     import difflib
 
     names = [str(n) for n in names]
     lower = {n.lower(): n for n in names}
-    exact = [lower[wanted.lower()]] if wanted.lower() in lower else []
-    close = difflib.get_close_matches(wanted.lower(), list(lower), n=limit, cutoff=0.6)
-    return list(dict.fromkeys(exact + [lower[c] for c in close]))[:limit]
+    key = wanted.lower().strip()
+    exact = [lower[key]] if key in lower else []
+    prefixed = [n for low, n in lower.items() if key and low.startswith(key) and low != key]
+    close = difflib.get_close_matches(key, list(lower), n=limit, cutoff=0.6)
+    return list(dict.fromkeys(exact + prefixed + [lower[c] for c in close]))[:limit]
 
 
 def did_you_mean(unknown: Sequence[str], names: Iterable[str]) -> str:

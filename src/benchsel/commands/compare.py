@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..matrix import ScoreMatrix
+from ..matrix import ScoreMatrix, did_you_mean
 from ..observations import observe_benchmarks, observe_stderr, short_names
 from ..plan import load_plan
 from ..sources import is_lm_eval_data
@@ -82,7 +82,8 @@ def _two_models(args, scores: ScoreMatrix) -> tuple[ScoreMatrix, list[str]]:
         raise UsageError(f"--models takes two different model names, A,B; got {args.models!r}")
     missing = [n for n in names if n not in scores.models]
     if missing:
-        raise ValueError(f"{args.data}: no model named {', '.join(map(repr, missing))}; models "
+        raise ValueError(f"{args.data}: no model named {', '.join(map(repr, missing))}"
+                         f"{did_you_mean(missing, scores.models)}; models "
                          f"include {', '.join(scores.models[:10])}"
                          f"{' ...' if scores.n_models > 10 else ''}")
     return scores, names
