@@ -242,3 +242,20 @@ def test_a_model_name_without_its_version_suggests_the_versions():
 def test_compare_suggests_a_model_by_its_name(capsys):
     code, _, err = run(capsys, "compare", "helm_lite", "--models", "GPT-4,Claude 2")
     assert code == 1 and "did you mean 'GPT-4 (0613)'" in err
+
+
+def test_a_transposed_leaderboard_is_refused_with_what_to_do(tmp_path, capsys):
+    """Models as columns, first header 'benchmark': the models were "selected" as
+    benchmarks, exit 0, no warning."""
+    frame = benchsel.load_dataset("helm_lite").to_frame().T
+    frame.index.name = "benchmark"
+    path = tmp_path / "transposed.csv"
+    frame.to_csv(path)
+    code, _, err = run(capsys, "select", path, "-k", "3")
+    assert code == 1 and "its rows look like benchmarks" in err and "Transpose" in err
+    # Transposed back, as the message says, it reads.
+    import pandas as pd
+
+    pd.read_csv(path, index_col=0).T.to_csv(tmp_path / "back.csv")
+    code, out, _ = run(capsys, "select", tmp_path / "back.csv", "-k", "3", "--json")
+    assert code == 0 and len(json.loads(out)["selected"]) == 3

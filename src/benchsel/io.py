@@ -321,10 +321,25 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
+#: First headers of a file that has one row per benchmark (a transposed leaderboard).
+_ITEM_HEADERS = {"benchmark", "benchmarks", "task", "tasks", "item", "items", "dataset",
+                 "datasets"}
+
+
 def _from_wide(table: _Table, model_column: str | None) -> ScoreMatrix:
     path, columns = table.path, table.columns
     if model_column is None:
         model_column = columns[0]
+        lower = {c.lower() for c in columns}
+        if model_column.lower() in _ITEM_HEADERS and not lower & {"model", "score", "value"}:
+            # Models as columns, benchmarks as rows: read as it stands, the models
+            # would be "selected" as benchmarks without a word.
+            raise ValueError(
+                f"{path}: its first column is {model_column!r}, so its rows look like "
+                "benchmarks and its other columns like models; benchsel reads one row per "
+                "model and one column per benchmark. Transpose the file (pandas: "
+                "read_csv(path, index_col=0).T.to_csv(...)), or give the model column "
+                "with --model-column if this one really holds models")
     elif model_column not in columns:
         raise ValueError(f"{path}: no column named {model_column!r}; columns are {columns}")
     items = [c for c in columns if c != model_column]
