@@ -284,3 +284,31 @@ def test_the_page_states_the_whole_commands_time(tmp_path, capsys):
     shown = float(re.search(r"computed in ([0-9.]+) s", page.read_text()).group(1))
     total = json.loads(out)["seconds"]
     assert 0.9 * total - 0.1 <= shown <= total + 0.05
+
+
+def test_benchmarks_of_other_scales_are_each_drawn_on_their_own():
+    """A rating of thousands beside 0-1 scores put every score on one axis 0-3000, so
+    the 0-1 ones were dots."""
+    from benchsel import GaussianModel
+    from benchsel.report import figures
+
+    helm = load_dataset("helm_lite")
+    values = helm.values.copy()
+    values[:, helm.items.index("MATH")] *= 3000  # an Elo-like rating
+    board = helm._replace(values=values)
+    pred = GaussianModel().fit(board).predict({"MMLU": 0.7}, method="gaussian")
+    fig = figures.prediction_figure(pred, board)
+    ax = fig.axes[0]
+    assert "own scale" in ax.get_xlabel()
+    xs = np.concatenate([line.get_xdata() for line in ax.get_lines()]).astype(float)
+    assert np.nanmin(xs) > -3 and np.nanmax(xs) < 4  # positions in the sources' range
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    row = pred.items.index("MATH")
+    assert any(label.startswith("MATH") and f"{pred.mean[0, row]:.4g}" in label
+               for label in labels)
+    figures.pyplot().close(fig)
+    # One shared scale (every score in [0, 1]) keeps the scores themselves on the axis.
+    fig = figures.prediction_figure(GaussianModel().fit(helm).predict(
+        {"MMLU": 0.7}, method="gaussian"), helm)
+    assert fig.axes[0].get_xlabel().startswith("score")
+    figures.pyplot().close(fig)

@@ -198,34 +198,63 @@ def discover_figure(discovered: dict, labelled: int = 5):
     return fig
 
 
+#: How many times wider one benchmark's leaderboard range may be than another's before
+#: the prediction figure draws each on its own scale.
+OWN_SCALES = 10
+
+
 def prediction_figure(prediction, scores, row: int = 0):
-    """A new model's predicted scores with intervals, over the leaderboard's spread."""
+    """A new model's predicted scores with intervals, over the leaderboard's spread.
+
+    Benchmarks whose leaderboard ranges differ more than :data:`OWN_SCALES`-fold
+    (a 0-100 score beside an Elo rating of 3000) are each drawn on their own
+    scale: 0 at the weakest source model, 1 at the strongest, the row's label
+    giving the predicted score itself. On one shared axis the small ones were dots.
+    """
     plt = pyplot()
     items = list(prediction.items)
     observed = prediction.observed[row]
     # Observed benchmarks first, then the predicted ones; at most MAX_ROWS rows.
     shown = (list(np.flatnonzero(observed)) + list(np.flatnonzero(~observed)))[:MAX_ROWS]
     board = {name: j for j, name in enumerate(scores.items)}
+    sources = {}
+    for j in shown:
+        column = board.get(items[j])
+        values = np.empty(0) if column is None else scores.values[:, column]
+        values = values[~np.isnan(values)]
+        if values.size:
+            sources[j] = values
+    spans = [np.ptp(v) for v in sources.values() if np.ptp(v) > 0]
+    own = len(spans) > 1 and max(spans) > OWN_SCALES * min(spans)
+
+    def at(j, value):
+        if not own:
+            return value
+        values = sources.get(j)
+        if values is None or np.ptp(values) == 0:
+            return np.nan
+        return (value - values.min()) / np.ptp(values)
+
     fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.28 * len(shown)))
     for y, j in enumerate(shown):
-        column = board.get(items[j])
-        if column is not None:
-            values = scores.values[:, column]
-            values = values[~np.isnan(values)]
-            if values.size:
-                low, q1, q3, high = np.percentile(values, [0, 25, 75, 100])
-                ax.plot([low, high], [y, y], color="#cccccc", lw=1, zorder=1)
-                ax.plot([q1, q3], [y, y], color="#aaaaaa", lw=5, zorder=1)
+        if j in sources:
+            low, q1, q3, high = np.percentile(sources[j], [0, 25, 75, 100])
+            ax.plot([at(j, low), at(j, high)], [y, y], color="#cccccc", lw=1, zorder=1)
+            ax.plot([at(j, q1), at(j, q3)], [y, y], color="#aaaaaa", lw=5, zorder=1)
         mean = prediction.mean[row, j]
         if observed[j]:
-            ax.plot(mean, y, "x", color="#d62728", markersize=7, zorder=3)
+            ax.plot(at(j, mean), y, "x", color="#d62728", markersize=7, zorder=3)
         else:
-            ax.plot([prediction.low[row, j], prediction.high[row, j]], [y, y],
+            ax.plot([at(j, prediction.low[row, j]), at(j, prediction.high[row, j])], [y, y],
                     color=_COLORS["mi"], lw=1.5, zorder=2)
-            ax.plot(mean, y, "o", color=_COLORS["mi"], markersize=4, zorder=3)
-    ax.set_yticks(range(len(shown)), labels=[_short(items[j]) for j in shown], fontsize=7)
+            ax.plot(at(j, mean), y, "o", color=_COLORS["mi"], markersize=4, zorder=3)
+    labels = [_short(items[j]) + (f"  {prediction.mean[row, j]:.4g}" if own else "")
+              for j in shown]
+    ax.set_yticks(range(len(shown)), labels=labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"score (grey: leaderboard range and middle half; red x: run; "
+    what = ("each benchmark on its own scale: 0 = weakest, 1 = strongest source model"
+            if own else "score")
+    ax.set_xlabel(f"{what}\n(grey: leaderboard range and middle half; red x: run; "
                   f"blue: predicted with {100 * prediction.level:g}% interval)")
     title = f"{_short(prediction.models[row])} against the leaderboard"
     if len(shown) < len(items):
