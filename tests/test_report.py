@@ -312,3 +312,27 @@ def test_benchmarks_of_other_scales_are_each_drawn_on_their_own():
         {"MMLU": 0.7}, method="gaussian"), helm)
     assert fig.axes[0].get_xlabel().startswith("score")
     figures.pyplot().close(fig)
+
+
+def test_the_report_headlines_no_benchmark_run_on_a_handful_of_models():
+    """MERGED's MT-Bench columns (5 models each) top its novelty ranking for want of
+    pairs; the report headlined one and dropped discover's marker."""
+    from benchsel.analyses.discover import FEW_MODELS
+    from benchsel.report.build import Section, _Builder, _discover
+
+    merged = load_dataset("merged")
+    builder, section = _Builder(total=1), Section("discover", "Discover")
+    _discover(builder, section, merged, bootstrap=0, covariance="auto", seed=0)
+    rows = builder.payload["discover"]["benchmarks"]
+    few = [r["benchmark"] for r in rows if r["observed_models"] < FEW_MODELS]
+    assert few and rows[0]["benchmark"] in few  # the case: a sparse column ranks first
+    headline = section.text[0].split("Most novel: ")[1].split(" (")[0]
+    assert headline not in few
+    assert f"ranked above it on fewer than {FEW_MODELS} models" in section.text[0]
+    table = section.tables[0]
+    names = [row[1] for row in table.rows]
+    assert all((name.endswith(" *")) == (name.removesuffix(" *") in few) for name in names)
+    from benchsel.report import figures
+
+    for fig in builder.figures.values():
+        figures.pyplot().close(fig)

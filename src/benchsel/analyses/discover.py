@@ -44,12 +44,16 @@ from ..matrix import DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
 from ..sources import as_scores
 
-__all__ = ["DiscoverRow", "DiscoverResult", "discover", "novelty", "read_correlation"]
+__all__ = ["FEW_MODELS", "DiscoverRow", "DiscoverResult", "discover", "novelty",
+           "read_correlation"]
 
 #: Eigenvalue floor for the precision diagonal of a (near-)singular correlation matrix.
 _FLOOR = 1e-10
 #: A greedy MI pick adding less than this share of the first pick's gain adds nothing.
 _MI_TOLERANCE = 0.01
+#: Fewer models than this: a benchmark's correlations come from few pairs, so its
+#: novelty may only reflect missing data (marked wherever the ranking is shown).
+FEW_MODELS = 10
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,12 @@ class DiscoverRow:
     mi_rank: int
     new: bool = False
     observed_models: int | None = None
+
+    @property
+    def few_models(self) -> bool:
+        """Run on fewer than :data:`FEW_MODELS` models: its novelty may only reflect
+        missing data."""
+        return self.observed_models is not None and self.observed_models < FEW_MODELS
 
     def to_dict(self) -> dict:
         return json_record(self)

@@ -49,7 +49,7 @@ def cmd_spectrum(args) -> int:
 
 
 def cmd_discover(args) -> int:
-    from ..analyses.discover import discover, read_correlation
+    from ..analyses.discover import FEW_MODELS, discover, read_correlation
 
     new = _names(args.new) if args.new else []
     progress = Progress("resamples", enabled=False if args.quiet else None)
@@ -70,9 +70,8 @@ def cmd_discover(args) -> int:
     payload = result.to_dict()
     payload["dataset"] = str(args.data)
     boot = result.bootstrap > 0
-    few = 10  # fewer models than this: novelty may only reflect missing data
     rows = [[r.novelty_rank, r.benchmark + (" (new)" if r.new else "")
-             + (" *" if r.observed_models is not None and r.observed_models < few else ""),
+             + (" *" if r.few_models else ""),
              r.novelty, *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
              r.entropy_rank, r.information, r.mi_rank, r.observed_models]
             for r in result.rows]
@@ -88,9 +87,9 @@ def cmd_discover(args) -> int:
                      if boot and r.top3_share is not None else "")
             lines.append(f"{r.benchmark}: #{r.novelty_rank} of {n} by novelty{extra}; "
                          f"#{r.mi_rank} of {n} by information about the rest")
-    if any(r.observed_models is not None and r.observed_models < few for r in result.rows):
-        lines.append(f"* fewer than {few} models: its correlations are estimated from few "
-                     "pairs, so its novelty may only reflect missing data")
+    if any(r.few_models for r in result.rows):
+        lines.append(f"* fewer than {FEW_MODELS} models: its correlations are estimated from "
+                     "few pairs, so its novelty may only reflect missing data")
     _emit(args, payload, "\n".join(lines) + "\n" + _table(head, rows))
     return 0
 

@@ -246,27 +246,36 @@ def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: in
 
 def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
               covariance: str, seed: int) -> None:
-    from ..analyses.discover import discover
+    from ..analyses.discover import FEW_MODELS, discover
 
-    found = discover(scores, bootstrap=bootstrap, covariance=covariance, seed=seed).to_dict()
+    result = discover(scores, bootstrap=bootstrap, covariance=covariance, seed=seed)
+    found = result.to_dict()
     b.payload["discover"] = found
-    rows = found["benchmarks"]
-    first = rows[0]
-    useful = min(rows, key=lambda r: r["mi_rank"])
+    rows = result.rows
+    # The headline is a benchmark whose novelty its data can show: one run on a handful
+    # of models tops the ranking for want of pairs (as `benchsel discover` marks it).
+    first = next((r for r in rows if not r.few_models), rows[0])
+    above = sum(r.few_models for r in rows[:rows.index(first)])
+    useful = min(rows, key=lambda r: r.mi_rank)
     s.text.append(
         f"Novelty: the share of a benchmark's variance the others do not explain (1: nothing "
-        f"else measures it). Most novel: {first['benchmark']} ({first['novelty']:.2f}). "
-        f"Most informative about the rest: {useful['benchmark']} "
-        f"({useful['information']:.2f} nats). ('benchsel discover"
+        f"else measures it). Most novel: {first.benchmark} ({first.novelty:.2f})"
+        + (f", after {above} ranked above it on fewer than {FEW_MODELS} models each" if above
+           else "")
+        + f". Most informative about the rest: {useful.benchmark} "
+        f"({useful.information:.2f} nats). ('benchsel discover"
         + (f" --bootstrap {bootstrap}" if bootstrap else "") + "')")
+    if any(r.few_models for r in rows):
+        s.text.append(f"* run on fewer than {FEW_MODELS} models: its correlations come from "
+                      "few pairs, so its novelty may only reflect missing data.")
     boot = bootstrap > 0
     s.tables.append(Table(
         ["novelty rank", "benchmark", "novelty",
          *(["rank interval", "top-3 share"] if boot else []),
          "entropy order", "information (nats)", "MI order", "models"],
-        [[r["novelty_rank"], r["benchmark"], r["novelty"],
-          *([f"{r['rank_low']}-{r['rank_high']}", r["top3_share"]] if boot else []),
-          r["entropy_rank"], r["information"], r["mi_rank"], r["observed_models"]]
+        [[r.novelty_rank, r.benchmark + (" *" if r.few_models else ""), r.novelty,
+          *([f"{r.rank_low}-{r.rank_high}", r.top3_share] if boot else []),
+          r.entropy_rank, r.information, r.mi_rank, r.observed_models]
          for r in rows]))
     b.figure(s, "discover", figures.discover_figure(found))
 
