@@ -529,3 +529,26 @@ def test_a_plan_or_other_json_given_as_data_is_named_for_what_it_is(tmp_path, ca
     other.write_text('[{"model": "a", "MMLU": 0.5}]')
     assert main(["select", str(other), "-k", "1"]) == 1
     assert f"{other}: is JSON, not a table of scores" in capsys.readouterr().err
+
+
+def test_em_failing_to_converge_is_said_once_with_what_to_do(capsys):
+    """Each fold's EM fit failing to converge warned with its own figures, so the CLI
+    printed it again and again, with no advice."""
+    import warnings
+
+    from benchsel.cli import _WarningPrinter
+    from benchsel.gaussian.covariance import ConvergenceWarning, em_covariance
+
+    z = np.random.default_rng(0).normal(size=(30, 6))
+    z[np.random.default_rng(1).random(z.shape) < 0.5] = np.nan
+    printer = _WarningPrinter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for max_iter in (1, 2, 3):
+            em_covariance(z, max_iter=max_iter)
+    said = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len({str(w.message) for w in said}) == 3  # three fits, three sets of figures
+    for w in said:
+        printer(w.message, w.category, w.filename, w.lineno)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--covariance pairwise" in lines[0]

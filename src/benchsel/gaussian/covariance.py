@@ -409,7 +409,8 @@ def em_covariance(
         warnings.warn(
             f"EM did not converge in {max_iter} iterations (last relative change of the "
             f"covariance {change:.2e}, of the log-likelihood {ll_final:.2e}; tol {tol:g}); "
-            "the estimate may be imprecise",
+            "the estimate may be imprecise. Its last iterate is used; benchmarks that few "
+            "models share are the usual cause (--covariance pairwise does without EM)",
             ConvergenceWarning,
             stacklevel=2,
         )
