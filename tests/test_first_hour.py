@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 import benchsel
@@ -259,3 +260,25 @@ def test_a_transposed_leaderboard_is_refused_with_what_to_do(tmp_path, capsys):
     pd.read_csv(path, index_col=0).T.to_csv(tmp_path / "back.csv")
     code, out, _ = run(capsys, "select", tmp_path / "back.csv", "-k", "3", "--json")
     assert code == 0 and len(json.loads(out)["selected"]) == 3
+
+
+def test_a_pick_run_on_a_handful_of_models_is_said_to_be_one():
+    """Greedy entropy on MERGED picks the MT-Bench columns, three models each, first:
+    their variance rests on three scores. Nothing said so."""
+    import warnings
+
+    from benchsel.matrix import FEW_MODELS, DataWarning
+
+    merged = benchsel.load_dataset("merged")
+    model = benchsel.GaussianModel().fit(merged)
+    with pytest.warns(DataWarning, match="chosen on few source models") as caught:
+        picked = model.select(3, objective="entropy").items
+    counts = dict(zip(merged.items, (~np.isnan(merged.values)).sum(axis=0)))
+    few = [name for name in picked if counts[name] < FEW_MODELS]
+    message = next(str(w.message) for w in caught if "few source models" in str(w.message))
+    assert few and all(f"{name!r} ({counts[name]} models)" in message for name in few)
+    helm = benchsel.GaussianModel().fit(benchsel.load_dataset("helm_lite"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        warnings.filterwarnings("ignore", "left out of the choice", DataWarning)
+        helm.select(3)  # every HELM Lite column has all its models: nothing to say

@@ -39,6 +39,12 @@ def _duplicates(names: Sequence[str]) -> list[str]:
     return dup
 
 
+#: Fewer source models than this: an item's variance and correlations come from a
+#: handful of scores, so how novel or informative it looks may only reflect missing
+#: data (marked by discover and the report, warned of when selected).
+FEW_MODELS = 10
+
+
 def _short_list(names: Iterable[str], limit: int = 10) -> str:
     names = list(names)
     shown = ", ".join(repr(str(n)) for n in names[:limit])

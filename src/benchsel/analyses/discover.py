@@ -40,7 +40,7 @@ import numpy as np
 from .._linalg import inverse_diagonal
 from ..evaluation.metrics import json_record
 from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
-from ..matrix import DataWarning, ScoreMatrix
+from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
 from ..sources import as_scores
 
@@ -51,9 +51,6 @@ __all__ = ["FEW_MODELS", "DiscoverRow", "DiscoverResult", "discover", "novelty",
 _FLOOR = 1e-10
 #: A greedy MI pick adding less than this share of the first pick's gain adds nothing.
 _MI_TOLERANCE = 0.01
-#: Fewer models than this: a benchmark's correlations come from few pairs, so its
-#: novelty may only reflect missing data (marked wherever the ranking is shown).
-FEW_MODELS = 10
 
 
 @dataclass(frozen=True)

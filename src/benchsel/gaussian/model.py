@@ -21,7 +21,7 @@ from ..calibration import (
     unknown_calibration,
 )
 from ..exceptions import NotFittedError
-from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
+from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
     GreedyResult,
@@ -298,6 +298,24 @@ class GaussianModel:
             raise NotFittedError("this GaussianModel is not fitted yet; call fit(scores) first")
 
     # --------------------------------------------------------------- select
+    def _warn_few_models(self, picked, objective: str) -> None:
+        """Say so when a chosen item was run on fewer than ``FEW_MODELS`` source models:
+        its variance and correlations, and so its gain, rest on a handful of scores
+        (greedy entropy picked such columns first on a sparse board)."""
+        if objective == "random":
+            return
+        counts = np.sum(~np.isnan(self.scores_.values), axis=0)
+        few = [(self.items_[j], int(counts[j])) for j in picked if counts[j] < FEW_MODELS]
+        if few:
+            shown = ", ".join(f"{name!r} ({n} models)" for name, n in few)
+            one = len(few) == 1
+            its, they, it = ("its gain rests", "it", "it") if one else \
+                ("their gains rest", "they", "them")
+            warnings.warn(
+                f"chosen on few source models: {shown}; {its} on fewer than {FEW_MODELS} "
+                f"scores, so {they} may only look informative: exclude {it} (--exclude) "
+                f"unless you mean to run {it}", DataWarning, stacklevel=3)
+
     def select(
         self,
         k: int | None = None,
@@ -425,6 +443,7 @@ class GaussianModel:
                 DataWarning,
                 stacklevel=2,
             )
+        self._warn_few_models(result.indices, objective)
         certificate = _certificate(sigma, result, objective, budget, include=list(inc),
                                    exclude=list(exc))
         if "oracle_best" in certificate:
