@@ -552,3 +552,19 @@ def test_em_failing_to_converge_is_said_once_with_what_to_do(capsys):
         printer(w.message, w.category, w.filename, w.lineno)
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--covariance pairwise" in lines[0]
+
+
+def test_evaluates_first_line_names_three_choices_and_counts_the_rest(capsys):
+    """On a large board auto's choices over folds and k made the first line ~7,000
+    characters; --json keeps them all."""
+    argv = ["evaluate", "helm_lite", "--protocol", "cv", "--k-max", "3", "--folds", "3"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert main([*argv, "--json"]) == 0
+    choices = json.loads(capsys.readouterr().out)["choices"]
+    made = {m for folds in choices.values() for fold in folds for m in fold if m}
+    named = first.split("(chose ", 1)[1]
+    assert len(made) > 3  # the case: more choices than the line names
+    assert named.split(";")[0].count("x, ") == 2  # three named, then the count
+    assert f"; {len(made) - 3} other choices" in named and "listed by --json" in named
+    assert len(first) < 400

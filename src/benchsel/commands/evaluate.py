@@ -133,7 +133,14 @@ def cmd_evaluate(args) -> int:
         if result.predictor == "auto":
             picked = Counter(m for obj in result.choices.values() for fold in obj
                              for m in fold if m)
-            setup += " (chose " + ", ".join(f"{m} {n}x" for m, n in picked.most_common()) + ")"
+            # The three most frequent, then a count: a large board's folds and k made
+            # this line thousands of characters long (--json keeps every choice).
+            common = picked.most_common()
+            shown = ", ".join(f"{m} {n}x" for m, n in common[:3])
+            rest = sum(n for _, n in common[3:])
+            setup += f" (chose {shown}" + (
+                f"; {len(common) - 3} other choices {rest}x, listed by --json"
+                if rest else "") + ")"
     text = (
         f"{args.protocol}: {setup}, {head}\n"
         + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
