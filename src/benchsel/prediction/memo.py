@@ -324,8 +324,11 @@ def save_cached(model) -> None:
     memo = model.auto_memo
     if len(memo):
         entry = _decisions_entry(model)
-        if entry is not None:
+        try:
             text = json.dumps(memo.to_json(model.items_), indent=2, allow_nan=False) + "\n"
+        except ValueError:  # a non-finite figure: strict JSON cannot keep it, nor can we
+            entry = None
+        if entry is not None:
             entry[0].write(entry[1], text.encode())
     if memo.fits.unsaved:
         entry = _fits_entry(model)
