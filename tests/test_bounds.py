@@ -123,7 +123,10 @@ def test_explicit_bounds_override_inference():
     free = GaussianModel(bounds="none").fit(data).predict(obs, method="gaussian")
     assert free.high[0, j] > 45 and free.high[0, k] > 40  # so the cap below does something
     pred = model.predict(obs, method="gaussian")
-    assert 40 < pred.high[0, j] < 45 and 35 < pred.high[0, k] < 40
+    # The normal's interval reaches past the cap, so the interval ends there (a score
+    # can sit at its bound); the point prediction stays inside.
+    assert pred.high[0, j] == 45 and pred.high[0, k] == 40
+    assert pred.mean[0, j] < 45 and pred.mean[0, k] < 40
     # Inference and explicit bounds agree when they say the same thing.
     np.testing.assert_array_equal(as_text.bounds_, GaussianModel().fit(data).bounds_)
 
@@ -155,8 +158,13 @@ def test_prediction_for_a_very_strong_model_never_exceeds_100():
     assert pred.mean[0, todo].max() <= 100 and pred.high[0, todo].max() <= 100
     assert np.all(pred.low[0, todo] < pred.mean[0, todo])
     assert np.all(pred.mean[0, todo] < pred.high[0, todo])
-    # Truncation leaves the Gaussian std as it was.
-    np.testing.assert_array_equal(pred.std, unbounded.std)
+    # The std is the truncated distribution's: never more than the normal's nor than
+    # half the range, and well under the normal's where the mean lies near 100.
+    assert np.all(pred.std <= unbounded.std * (1 + 1e-12))
+    assert np.all(pred.std[0, todo] <= 50)
+    near = unbounded.mean[0, todo] > 100 - unbounded.std[0, todo]
+    assert near.any()
+    assert np.all(pred.std[0, todo][near] < 0.9 * unbounded.std[0, todo][near])
     assert pred.extrapolation[0]["flag"]
 
 
@@ -334,7 +342,7 @@ def test_extrapolation_of_many_models_and_of_an_array():
         model.extrapolation(np.zeros((1, 3)))
 
 
-def test_truncated_interval_is_the_truncated_normal_everywhere():
+def test_truncated_interval_is_the_truncated_normal_reaching_the_bound_it_may_touch():
     from scipy.stats import truncnorm
 
     mean = np.array([[0.5, 0.95, 1.0, 1.2, 5.0, 50.0, 1e4, -0.3, -1e3, 0.02, 3.0, 0.7]])
@@ -345,8 +353,14 @@ def test_truncated_interval_is_the_truncated_normal_everywhere():
     got = np.vstack(truncated_interval(mean, std, observed, low, high, 0.9))
     a, b = (low - mean) / std, (high - mean) / std
     expected = truncnorm.ppf([[0.5], [0.05], [0.95]], a, b, loc=mean, scale=std)
+    # The ends: the truncated normal's, or the bound where the plain normal's interval
+    # reaches it (the censored normal's ends, clipped).
+    z = 1.6448536269514722
+    expected[1] = np.minimum(expected[1], np.clip(mean - z * std, low, high))
+    expected[2] = np.maximum(expected[2], np.clip(mean + z * std, low, high))
     # Far beyond a bound (a mean 470 standard deviations past it) included.
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert got[2, 2] == 1.0 and got[2, 0] < 1.0  # at the bound it is reached; inside not
     assert np.all(got[1] < got[2]) and np.all((got >= low) & (got <= high))
     # Unbounded: the plain normal interval.
     assert got[1, 10] == pytest.approx(3.0 - 1.6448536269514722 * 0.1065)
@@ -369,4 +383,4 @@ def test_a_strong_models_interval_at_the_bound_has_width():
     for method in ("auto", "gaussian"):
         pred = model.predict({"GSM8K": 0.95, "MMLU": 0.9}, method=method)
         j = pred.items.index("OpenbookQA")
-        assert 0.8 < pred.low[0, j] < pred.mean[0, j] < pred.high[0, j] < 1.0
+        assert 0.8 < pred.low[0, j] < pred.mean[0, j] < pred.high[0, j] <= 1.0

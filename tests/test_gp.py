@@ -178,7 +178,8 @@ def test_cv_predictions_never_see_the_validation_models_other_scores():
     after = _shipped_scores(model, changed[fold.validation], cols, sel, std, 10.0, 0.9, "gp",
                             scored)
     np.testing.assert_array_equal(before[0], after[0])  # the same predictions
-    assert before[3] == "gp" and after[1] == 0.0  # scored against the nonsense: all miss
+    # Scored against the nonsense: all miss.
+    assert before[2] == "gp" and after[1]["coverage"] == 0.0
 
 
 def test_cv_with_gp_beats_the_gaussian_on_curved_scores():
@@ -353,8 +354,9 @@ def test_cv_labels_several_choices_when_validation_models_miss_some_selected_sco
     model = _shipped_model(values[fold.train], "auto", "none", True)
     scored = ~np.isnan(val)
     scored[:, sel] = False
-    pred, cover, raw, label = _shipped_scores(model, values[fold.validation], cols, sel, std,
-                                              10.0, 0.9, "auto", scored)
+    pred, figures, label = _shipped_scores(model, values[fold.validation], cols, sel, std,
+                                           10.0, 0.9, "auto", scored)
+    cover = figures["coverage"]
     used = label.replace(" (outside: ", "/").rstrip(")").split("/")
     assert len(set(used)) >= 2  # several choices, each named
     assert all(m in benchsel.prediction.COMPLETERS for m in used)

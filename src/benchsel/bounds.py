@@ -247,6 +247,10 @@ def truncated_interval(
     bound by more than ``z * std`` into the zero-width interval
     ``[high, high]``, the truncated interval always has positive width where
     ``std > 0``: it narrows toward the bound as the mean moves past it.
+    Where the normal's own interval reaches a bound, the interval reaches it
+    too (it is the union of the truncated and the censored intervals):
+    scores pile up at a bound, a ceiling of 100 on an easy benchmark, and
+    the truncated interval alone never holds the bound itself.
     Inside the bounds, a few standard deviations from both, it is the plain
     ``mean +- z * std``.
 
@@ -281,6 +285,14 @@ def truncated_interval(
     z = ndtri(1.0 - tail)
     lower, upper = (_truncated_quantile(mean, std, low, high, q, fallback)
                     for q, fallback in ((tail, -z), (1.0 - tail, z)))
+    # A bound the normal's own interval reaches is part of the interval: scores
+    # pile up at a ceiling (100 on an easy benchmark), which is the normal
+    # *censored* at the bound, and the truncated interval alone never reaches
+    # it (on a synthetic board with ceilings it covered none of the 106 scores
+    # of 100 a frontier model made, and 61% of all its scores).
+    with np.errstate(invalid="ignore"):
+        lower = np.fmin(lower, np.clip(mean - z * std, low, high))
+        upper = np.fmax(upper, np.clip(mean + z * std, low, high))
     center = std if center_std is None else np.asarray(center_std, dtype=float)
     median = _truncated_quantile(mean, center, low, high, 0.5, 0.0)
     with np.errstate(invalid="ignore"):
@@ -315,3 +327,51 @@ def _truncated_quantile(mean, std, low, high, q: float, z: float) -> np.ndarray:
         fallback = np.clip(mean + z * spread if z else mean, low, high)
     degenerate = ~(std > 0) | ~(hi_t > lo_t) | ~np.isfinite(value)
     return np.where(degenerate, fallback, value)
+
+
+def truncated_std(mean: np.ndarray, std: np.ndarray, low: np.ndarray,
+                  high: np.ndarray) -> np.ndarray:
+    """Standard deviation of ``N(mean, std^2)`` truncated to ``[low, high]``, elementwise.
+
+    The spread of the distribution whose median and interval
+    :func:`truncated_interval` reports: never more than the normal's, nor
+    than half the width of the bounds (no distribution on ``[low, high]``
+    spreads more), and the normal's own where the bounds are infinite or
+    many standard deviations away. Computed in logs on the side of the
+    normal the bounds lie in, so a mean far beyond a bound still gets the
+    narrow spread of the normal's tail (checked against
+    :func:`scipy.stats.truncnorm` in the tests). Where there is no spread
+    (``std`` 0 or NaN) ``std`` is returned.
+    """
+    from scipy.special import log_ndtr  # here: importing bounds stays light
+
+    mean = np.asarray(mean, dtype=float)
+    std = np.asarray(std, dtype=float)
+    low = np.broadcast_to(np.asarray(low, dtype=float), np.broadcast(mean, std).shape)
+    high = np.broadcast_to(np.asarray(high, dtype=float), low.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a, b = (low - mean) / std, (high - mean) / std
+        flip = a + b > 0  # mirror: the bounds' midpoint at or below the mean
+        lo_t, hi_t = np.where(flip, -b, a), np.where(flip, -a, b)
+        log_hi = log_ndtr(hi_t)
+        log_z = log_hi + np.log1p(-np.exp(log_ndtr(lo_t) - log_hi))
+        log_phi = -0.5 * np.log(2 * np.pi)
+
+        def ratio(u):
+            """phi(u) / Z, and u phi(u) / Z (0 at an infinite bound)."""
+            r = np.exp(log_phi - 0.5 * u**2 - log_z)
+            return r, np.where(np.isfinite(u), u * r, 0.0)
+
+        r_lo, ur_lo = ratio(lo_t)
+        r_hi, ur_hi = ratio(hi_t)
+        var = 1.0 + ur_lo - ur_hi - (r_lo - r_hi) ** 2
+        width = hi_t - lo_t
+        # Far beyond a bound (a thousand SDs) the cancellation above loses every
+        # digit: there the truncated normal is the normal's tail, an exponential
+        # of spread 1 / distance (no wider than a uniform over the bounds).
+        tail = np.minimum(1.0 / hi_t**2, width**2 / 12)
+        far = (hi_t < -1e3) | ~np.isfinite(var) | ~(var > 0)
+        var = np.where(far, tail, var)
+        var = np.minimum(var, np.minimum(1.0, width**2 / 4))
+        out = std * np.sqrt(var)
+    return np.where(std > 0, out, std)

@@ -79,6 +79,7 @@ from .regimes import (
     regime_excess,
 )
 from .splits import MAX_MODELS, MIN_MODELS, calibration_splits
+from .spread import limit_spread, spread_limit
 
 __all__ = [
     "FRONTIER_APPLY_FRACTION",
@@ -92,10 +93,12 @@ __all__ = [
     "conformal_quantile",
     "fit_calibration",
     "frontier_rows",
+    "limit_spread",
     "measures_frontier",
     "outside_range",
     "range_excess",
     "regime_excess",
+    "spread_limit",
     "unknown_calibration",
 ]
 

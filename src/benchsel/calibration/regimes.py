@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .._patterns import unique_rows
+from ..matrix import FEW_MODELS
 
 __all__ = [
     "clear_column_bias",
@@ -26,6 +27,26 @@ __all__ = [
 ]
 
 _CHUNK = 4_000_000  # at most this many reference strengths at once
+
+
+def _on_evidence(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``rows`` with the scores a regime cannot be judged by left out.
+
+    A column that fewer than :data:`~benchsel.matrix.FEW_MODELS` reference
+    models were run on does not show the reference models' range: a new
+    model scoring 36 where five sources scored 40 to 60 is not "beyond
+    them" (on one board such a column made a model x11 its standard
+    deviation, an interval wider than the score's range). A row's scores on
+    such columns are left out of its regime when it has a score on a column
+    with enough models; a row with none keeps them all, the only evidence
+    there is.
+    """
+    sparse = (~np.isnan(reference)).sum(axis=0) < FEW_MODELS
+    if not sparse.any():
+        return rows
+    judged = np.where(sparse, np.nan, rows)
+    has = ~np.isnan(judged).all(axis=1)
+    return np.where(has[:, None], judged, rows)
 
 
 def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -91,7 +112,7 @@ def regime_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
         As in :func:`range_excess` (standardized, NaN = not given).
     """
     reference = np.asarray(reference, dtype=float)
-    rows = np.asarray(rows, dtype=float)
+    rows = _on_evidence(reference, np.asarray(rows, dtype=float))
     excess = range_excess(reference, rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a column no reference row has
@@ -120,10 +141,12 @@ def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) 
         reference models on those items (each over the items it has), in
         units of the standard deviation of those strengths; 0 within the
         range. A row with nothing given has excess 0. With ``signed`` a row
-        below the range gets a negative excess.
+        below the range gets a negative excess. Items fewer than
+        :data:`~benchsel.matrix.FEW_MODELS` reference models have are left
+        out of a row that has others (:func:`_on_evidence`).
     """
     reference = np.asarray(reference, dtype=float)
-    rows = np.asarray(rows, dtype=float)
+    rows = _on_evidence(reference, np.asarray(rows, dtype=float))
     given = ~np.isnan(rows)
     out = np.zeros(rows.shape[0])
     patterns, inverse = unique_rows(given)
@@ -166,7 +189,11 @@ def range_excess(reference: np.ndarray, rows: np.ndarray, signed: bool = False) 
 def _range_excess_loop(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """One pattern at a time (the reference :func:`range_excess` is tested against)."""
     reference = np.asarray(reference, dtype=float)
-    rows = np.asarray(rows, dtype=float)
+    rows = np.array(rows, dtype=float)
+    for i, row in enumerate(rows):  # as _on_evidence, row by row
+        supported = (~np.isnan(reference)).sum(axis=0) >= FEW_MODELS
+        if (~np.isnan(row) & supported).any():
+            rows[i, ~supported] = np.nan
     given = ~np.isnan(rows)
     out = np.zeros(rows.shape[0])
     patterns, inverse = unique_rows(given)

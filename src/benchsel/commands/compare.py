@@ -46,6 +46,12 @@ def cmd_compare(args) -> int:
         head += (f"\nboth run on {short_names(unknown, 5)}: no measurement noise known, so no "
                  "error bar or P(B > A) there (-); give --questions N, "
                  "'<benchmark>_stderr' columns or lm-eval runs (their *_stderr)")
+    unpredictable = result.unpredictable()
+    if unpredictable:
+        head += (f"\ncannot be predicted from what was run on {len(unpredictable)} of "
+                 f"{len(result.items)} benchmarks ({short_names(unpredictable, 5)}): a "
+                 "prediction there is only the benchmark's spread among the source models; "
+                 "run them to compare")
     _emit(args, payload, head + "\n" + _table(
         ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
     return 0

@@ -39,7 +39,8 @@ def cmd_predict(args) -> int:
     what = "task" if level == "questions" else "model" if args.axis == "models" else "benchmark"
     for i, name in enumerate(pred.models):
         records = pred.records(i, include_observed=full_runs)
-        rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else ""), r["mean"],
+        rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else "")
+                 + (" *" if r.get("column_spread_only") else ""), r["mean"],
                  r["std"], r["low"], r["high"]] for r in records]
         given = int(pred.observed[i].sum())
         head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
@@ -75,6 +76,11 @@ def cmd_predict(args) -> int:
                      else f"{cal['regime']} the source models' range")
             head += ("\n  intervals: calibrated on held-out source models, "
                      f"x{cal['multiplier']:.2f} ({where})")
+        spread_only = pred.limited_items(i)
+        if spread_only:
+            head += (f"\n  * {len(spread_only)} of {len(rows)}: the method knew no more than "
+                     "the benchmark's own spread among the source models, so that is the "
+                     "interval (run them to know more)")
         ex = pred.extrapolation[i]
         if ex["flag"]:
             head += ("\n  WARNING: extrapolation -- this model lies outside what the source "

@@ -68,6 +68,7 @@ from .metrics import (
     coverage,
     gaussian_entropy,
     gaussian_mutual_information,
+    interval_score,
     json_record,
     nogueira_stability,
     r2_against_zero,
@@ -81,9 +82,23 @@ SCORINGS = names.SCORINGS
 _PAPER_FLOOR = 0.01
 
 
+#: What a fold reports of the shipped predictor beside R² and coverage (_shipped_scores).
+SHIPPED_FIGURES = ("interval_score", "baseline_interval_score", "mae", "baseline_mae", "cells")
+
+
 @dataclass(frozen=True)
 class CVRow:
-    """Cross-validated figures of one objective at one subset size ``k``."""
+    """Cross-validated figures of one objective at one subset size ``k``.
+
+    With a predictor other than the paper's ``gaussian`` (scored as
+    ``predict`` ships it), ``interval_score`` and ``mae`` (standardized
+    units, lower is better; :func:`~benchsel.evaluation.metrics.interval_score`)
+    stand beside ``baseline_interval_score`` and ``baseline_mae``: those of
+    what ``predict`` says of a model it knows nothing of (each column's mean
+    and calibrated spread among the training models), which every
+    prediction from observed scores has to beat; ``cells`` counts the
+    scored cells over every split. NaN (0 cells) for ``gaussian``.
+    """
 
     objective: str
     k: int
@@ -95,6 +110,11 @@ class CVRow:
     interval_coverage: float
     stability: float
     uncalibrated_coverage: float = float("nan")
+    interval_score: float = float("nan")
+    baseline_interval_score: float = float("nan")
+    mae: float = float("nan")
+    baseline_mae: float = float("nan")
+    cells: int = 0
 
     def to_dict(self) -> dict:
         """Plain values for JSON; a figure no fold could compute is ``None``, not NaN."""
@@ -273,6 +293,7 @@ def _fold(
         ent = np.full(k_max, np.nan)
         mi = np.full(k_max, np.nan)
         chosen = [None] * k_max
+        shipped_figures = {name: np.full(k_max, np.nan) for name in SHIPPED_FIGURES}
         for k in range(1, k_top + 1):
             sel = greedy.indices[:k]
             given = np.full_like(z_in, np.nan)
@@ -298,9 +319,12 @@ def _fold(
                 y_extra = z_extra[extra_observed & keep[:, None]]
             y, pred = z_val[scored], np.empty(0)
             if shipped is not None:
-                pred, cover[k - 1], raw_cover[k - 1], chosen[k - 1] = _shipped_scores(
+                pred, figures, chosen[k - 1] = _shipped_scores(
                     shipped, values[fold.validation], cols, sel, std, clip, level, predictor,
                     scored)
+                cover[k - 1], raw_cover[k - 1] = figures["coverage"], figures["raw_coverage"]
+                for name in SHIPPED_FIGURES:
+                    shipped_figures[name][k - 1] = figures[name]
             elif y.size:
                 sd = np.sqrt(var)
                 factor = np.ones(len(sd))
@@ -333,6 +357,7 @@ def _fold(
             "residual": resid,
             "order": cols[greedy.indices],
             "chosen": chosen,
+            **shipped_figures,
         }
     return out
 
@@ -373,9 +398,15 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     -------
     pred : ndarray
         Standardized point predictions of the ``scored`` cells.
-    coverage, raw_coverage : float
-        Share of scored cells inside the printed interval; and inside
-        ``mean +- z * std`` with the method's own, uncalibrated ``std``.
+    figures : dict
+        ``coverage`` and ``raw_coverage``: the share of scored cells inside
+        the printed interval, and inside ``mean +- z * std`` with the
+        method's own, uncalibrated ``std``; ``interval_score`` and ``mae``
+        (:func:`~benchsel.evaluation.metrics.interval_score`, mean absolute
+        error), and ``baseline_interval_score`` and ``baseline_mae``, the
+        same of what ``predict`` says of a model it knows nothing of (each
+        column's mean and calibrated spread among the training models), all
+        in the protocol's standardized units; ``cells``: how many were scored.
     label : str
         The method used; with ``auto`` and models in both regimes,
         ``"A (outside: B)"``.
@@ -385,10 +416,12 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     given = cols[sel]
     x = ScoreMatrix(validation[:, given], [f"v{i}" for i in range(len(validation))],
                     [str(j) for j in given])
+    blank = ScoreMatrix(np.full((1, 1), np.nan), ["blank"], [str(given[0])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", DataWarning)  # validation models with no given score
         p = model.predict(x, level=level, method=predictor)
+        known = model.predict(blank, level=level, method=predictor)  # knowing nothing
     where = np.array([int(name) for name in p.items])
     full = {}
     multiplier = np.array([c.get("multiplier", 1.0) for c in p.calibration]) \
@@ -396,14 +429,24 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
     own = p.std / multiplier[:, None]
     half = ndtri(0.5 + level / 2) * own
     for name, a in (("mean", p.mean), ("low", p.low), ("high", p.high),
-                    ("raw_low", p.mean - half), ("raw_high", p.mean + half)):
+                    ("raw_low", p.mean - half), ("raw_high", p.mean + half),
+                    *((f"base_{n}", np.broadcast_to(getattr(known, n), p.mean.shape))
+                      for n in ("mean", "low", "high"))):
         out = np.full((len(validation), validation.shape[1]), np.nan)
         out[:, where] = a
         full[name] = std.transform(out[:, cols], cols)
     y = std.transform(validation[:, cols], cols)[scored]  # unclipped: as _fold scores intervals
     pred = np.clip(full["mean"], -clip, clip)[scored]
-    covered = coverage(y, full["low"][scored], full["high"][scored])
-    raw_covered = coverage(y, full["raw_low"][scored], full["raw_high"][scored])
+    at = {name: a[scored] for name, a in full.items()}
+    figures = {
+        "coverage": coverage(y, at["low"], at["high"]),
+        "raw_coverage": coverage(y, at["raw_low"], at["raw_high"]),
+        "interval_score": interval_score(y, at["low"], at["high"], level),
+        "baseline_interval_score": interval_score(y, at["base_low"], at["base_high"], level),
+        "mae": float(np.mean(np.abs(y - at["mean"]))) if y.size else float("nan"),
+        "baseline_mae": float(np.mean(np.abs(y - at["base_mean"]))) if y.size else float("nan"),
+        "cells": int(y.size),
+    }
     if p.choices:
         # Models with no given score get the column means (split "none"): not a choice.
         # Models missing some selected scores have other patterns, so other choices.
@@ -418,7 +461,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
             label = inner or outer or names(c["method"] for c in p.choices)
     else:
         label = p.method
-    return pred, covered, raw_covered, label
+    return pred, figures, label
 
 
 def _scaled(a: np.ndarray) -> tuple[np.ndarray, float]:
@@ -511,7 +554,8 @@ def _evaluate(
         if predictor != "gaussian":
             choices[obj] = [pf[obj]["chosen"] for pf in per_fold]
         stack = {key: np.array([pf[obj][key] for pf in per_fold]) for key in
-                 ("r2", "coverage", "raw_coverage", "entropy", "mi", "residual")}
+                 ("r2", "coverage", "raw_coverage", "entropy", "mi", "residual",
+                  *SHIPPED_FIGURES)}
         r2[obj] = stack["r2"]
         fold_orders = [pf[obj]["order"] for pf in per_fold]
         orders[obj] = [[scores.items[j] for j in order] for order in fold_orders]
@@ -535,6 +579,9 @@ def _evaluate(
                     interval_coverage=_nanmean(stack["coverage"][:, k - 1]),
                     stability=stability,
                     uncalibrated_coverage=_nanmean(stack["raw_coverage"][:, k - 1]),
+                    **{name: _nanmean(stack[name][:, k - 1])
+                       for name in SHIPPED_FIGURES if name != "cells"},
+                    cells=int(np.nansum(stack["cells"][:, k - 1])),
                 )
             )
     return CVResult(

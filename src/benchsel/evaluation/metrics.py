@@ -10,6 +10,7 @@ __all__ = [
     "json_record",
     "r2_against_zero",
     "interval_coverage",
+    "interval_score",
     "nogueira_stability",
     "hamming_stability",
     "model_similarity",
@@ -57,6 +58,27 @@ def coverage(y, low, high) -> float:
         return float("nan")
     return float(np.mean((np.asarray(low, dtype=float) <= y)
                          & (y <= np.asarray(high, dtype=float))))
+
+
+def interval_score(y, low, high, level: float = 0.9) -> float:
+    """Mean interval score of central ``level`` intervals (NaN for no cells).
+
+    ``(high - low) + (2 / alpha) (low - y)`` where ``y < low``, ``+ (2 /
+    alpha) (y - high)`` where ``y > high``, with ``alpha = 1 - level``
+    (Gneiting and Raftery 2007, Sec. 6.2; Winkler 1972): lower is better,
+    and it charges width and misses together, so an interval cannot win by
+    being wide (misses are cheap) or narrow (width is cheap) alone.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.size == 0:
+        return float("nan")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1); got {level!r}")
+    low = np.asarray(low, dtype=float)
+    high = np.asarray(high, dtype=float)
+    alpha = 1.0 - level
+    score = (high - low) + (2 / alpha) * (np.maximum(low - y, 0.0) + np.maximum(y - high, 0.0))
+    return float(np.mean(score))
 
 
 def interval_coverage(y, mean, std, level: float = 0.9) -> float:

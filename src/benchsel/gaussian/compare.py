@@ -20,6 +20,13 @@ benchmark both models were run on gets its observed difference with the
 error bar ``sqrt(se_A^2 + se_B^2)``. Where it is not known, such a difference
 gets no error bar and no ``P(B > A)`` (``null`` in JSON; the table says
 "no measurement noise known") rather than a certainty the scores do not have.
+
+Two scores inside their bounds differ by at most the bounds' width, so the
+interval of a difference is cut there. Where either model's prediction is
+only its column's spread among the source models (the method knew no more:
+:attr:`Prediction.limited <benchsel.gaussian.Prediction.limited>`), the
+difference cannot be predicted from what the two were run on, and
+:meth:`Comparison.unpredictable` names those items.
 """
 
 from __future__ import annotations
@@ -52,6 +59,15 @@ class Comparison:
     std_a: np.ndarray = None
     std_b: np.ndarray = None
     noise_known: np.ndarray = None
+    column_spread_only: np.ndarray = None
+
+    def unpredictable(self) -> list[str]:
+        """The items whose difference cannot be predicted from what was run: one of the
+        two predictions there is only the column's spread among the source models
+        (:attr:`Prediction.limited <benchsel.gaussian.Prediction.limited>`)."""
+        if self.column_spread_only is None:
+            return []
+        return [item for item, flag in zip(self.items, self.column_spread_only) if flag]
 
     def to_frame(self):
         """Per benchmark as a :class:`pandas.DataFrame`: ``B - A`` with its std, interval and
@@ -69,6 +85,8 @@ class Comparison:
             return float(v) if np.isfinite(v) else None
 
         known = np.ones(len(self.items), bool) if self.noise_known is None else self.noise_known
+        limited = (np.zeros(len(self.items), bool) if self.column_spread_only is None
+                   else self.column_spread_only)
         return {
             "model_a": self.model_a, "model_b": self.model_b, "level": self.level,
             "error_correlation": self.correlation,
@@ -77,7 +95,8 @@ class Comparison:
                  "std": number(self.std[j]), "low": number(self.low[j]),
                  "high": number(self.high[j]), "p_b_better": number(self.p_b_better[j]),
                  "observed": bool(self.observed[j]),
-                 "measurement_noise_known": bool(known[j])}
+                 "measurement_noise_known": bool(known[j]),
+                 "column_spread_only": bool(limited[j])}
                 for j, name in enumerate(self.items)
             ],
         }
@@ -146,10 +165,15 @@ def compare_models(model, observed_a, observed_b, *, names=("A", "B"),
         p = np.where(std > 0, ndtr(diff / std), np.where(diff > 0, 1.0, np.where(
             diff < 0, 0.0, 0.5)))
     p = np.where(noise_known, p, np.nan)
+    # Two scores inside [low, high] differ by at most its width.
+    width = model.bounds_[1] - model.bounds_[0]
+    low, high = np.maximum(diff - half, -width), np.minimum(diff + half, width)
+    limited = (np.zeros_like(given) if pred.limited is None else pred.limited).any(axis=0)
     return Comparison(model_a=names[0], model_b=names[1], items=list(model.items_),
-                      difference=diff, std=std, low=diff - half, high=diff + half,
+                      difference=diff, std=std, low=low, high=high,
                       p_b_better=p, observed=observed, correlation=float(rho),
-                      level=float(level), std_a=s_a, std_b=s_b, noise_known=noise_known)
+                      level=float(level), std_a=s_a, std_b=s_b, noise_known=noise_known,
+                      column_spread_only=limited & ~observed)
 
 
 def _stderr_row(model, x: np.ndarray, stderr, name: str) -> np.ndarray:

@@ -12,12 +12,14 @@ from .. import names
 from .._linalg import cholesky
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
-from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval
+from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval, truncated_std
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
     fit_calibration,
     frontier_rows,
+    limit_spread,
     measures_frontier,
+    spread_limit,
     unknown_calibration,
 )
 from ..exceptions import NotFittedError
@@ -268,6 +270,7 @@ class GaussianModel:
         self.scores_ = scores
         self._z = z
         self._calibrator = None
+        self._spread_limits: dict[float, np.ndarray] = {}
         self._auto_memo = None  # auto's decisions on this training matrix, made on first use
         self.items_ = items
         self.bounds_ = np.vstack([low, high])
@@ -605,13 +608,15 @@ class GaussianModel:
         # A cell measured with noise keeps its own error: calibration is of
         # predictions of items not run.
         factor = np.where(np.isnan(x), factor, 1.0)
-        spread = np.sqrt(var_z) * std.scale * factor
+        spread, limited = limit_spread(np.sqrt(var_z) * std.scale * factor,
+                                       self._spread_limit(level), np.isnan(x))
         # Cells measured with noise are predicted like the unobserved ones.
         observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
         if transform.name == "none":
             mean, low, high = truncated_interval(
                 np.where(observed, x, center), spread, observed, *self.bounds_, level,
                 center_std=np.sqrt(var_z) * std.scale)
+            reported = np.where(observed, spread, truncated_std(center, spread, *self.bounds_))
         else:
             from scipy.special import ndtri  # here: `select` never needs it
 
@@ -628,18 +633,33 @@ class GaussianModel:
                 observed,
                 *self.bounds_,
             )
+            # No distribution inside the bounds spreads more than half their width.
+            reported = np.minimum(spread * transform.slope(center),
+                                  (self.bounds_[1] - self.bounds_[0]) / 2)
         return Prediction(
             calibration=calibration,
             extrapolation=extrapolation,
             models=models,
             items=list(self.items_),
             mean=mean,
-            std=spread * transform.slope(center),
+            std=reported,
             low=low,
             high=high,
             observed=observed,
             level=float(level),
+            limited=limited,
         )
+
+    def _spread_limit(self, level: float) -> np.ndarray:
+        """Per item, the widest standard deviation a prediction may have, in the units
+        the model works in (:func:`~benchsel.calibration.spread_limit`); no limit when
+        calibration is off (the paper's uncalibrated conditional)."""
+        if self.calibration == "none":
+            return np.full(len(self.items_), np.inf)
+        if level not in self._spread_limits:
+            latent = self.transform_.forward(self.scores_.values)
+            self._spread_limits[level] = spread_limit(latent, level)
+        return self._spread_limits[level]
 
     def _at_frontier(self, x: np.ndarray) -> np.ndarray:
         """Per row of ``x`` (original units, NaN = not given): whether it is at the

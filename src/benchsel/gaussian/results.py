@@ -93,9 +93,10 @@ class Prediction:
         (:attr:`GaussianModel.bounds_`): they are the median and central
         interval of the prediction's normal distribution truncated to the
         bounds (:func:`~benchsel.bounds.truncated_interval`; under a
-        transform, its ends mapped back and clipped). ``std`` is the normal
-        one, so near a bound the interval is narrower than ``mean +- z *
-        std`` and not centred on the mean, but never of zero width.
+        transform, its ends mapped back and clipped), and ``std`` is that
+        truncated distribution's (:func:`~benchsel.bounds.truncated_std`):
+        never more than half the width of the bounds. Near a bound the
+        interval is not centred on the mean, but never of zero width.
         Observed cells are never changed.
     observed : ndarray of bool
         Which cells were given (and so not predicted).
@@ -127,6 +128,13 @@ class Prediction:
     item_kind : str
         What the items are: ``benchmark`` or, for a question-level plan's
         prediction, ``task`` (the index name of :meth:`to_frame`).
+    limited : ndarray of bool, optional
+        The predicted cells whose standard deviation is the column's own
+        calibrated spread among the source models
+        (:func:`~benchsel.calibration.spread_limit`): the method was less
+        sure than knowing nothing of the model would be, so its interval
+        was narrowed to that; there the prediction says no more than the
+        column does. ``None``: no cell was limited (uncalibrated).
     """
 
     models: list[str]
@@ -142,6 +150,14 @@ class Prediction:
     calibration: list = field(default_factory=list)
     choices: list = field(default_factory=list)
     item_kind: str = "benchmark"
+    limited: np.ndarray | None = None
+
+    def limited_items(self, row: int = 0) -> list[str]:
+        """The items whose prediction for model ``row`` is only the column's spread
+        (:attr:`limited`)."""
+        if self.limited is None:
+            return []
+        return [self.items[j] for j in np.flatnonzero(self.limited[row])]
 
     def to_frame(self):
         """Every cell as a :class:`pandas.DataFrame`.
@@ -185,6 +201,8 @@ class Prediction:
             }
             if include_observed:
                 record["observed"] = bool(self.observed[row, j])
+            if self.limited is not None:
+                record["column_spread_only"] = bool(self.limited[row, j])
             out.append(record)
         return out
 

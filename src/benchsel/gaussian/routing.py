@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 
 from .._patterns import unique_rows
-from ..bounds import truncated_interval
-from ..calibration import range_excess, regime_excess, unknown_calibration
+from ..bounds import truncated_interval, truncated_std
+from ..calibration import limit_spread, range_excess, regime_excess, unknown_calibration
 from ..matrix import DataWarning
 from .results import Prediction
 
@@ -89,6 +89,8 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
         models=list(models), items=list(model.items_), mean=stack("mean"),
         std=stack("std"), low=stack("low"), high=stack("high"),
         observed=stack("observed"), level=float(level), method="auto",
+        limited=np.stack([(parts[g].limited if parts[g].limited is not None
+                           else np.zeros_like(parts[g].observed))[i] for g, i in pick]),
         extrapolation=extrapolation,
         calibration=[parts[g].calibration[i] for g, i in pick], choices=choices)
 
@@ -138,11 +140,13 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
         record["frontier_shift"] = bool(moved)
     factor = np.array([c["multiplier"] for c in calibration])
     own_std = res.std
-    res = Completion(res.mean + shift, res.std * factor[:, None])
     observed = ~np.isnan(x)
+    spread, limited = limit_spread(res.std * factor[:, None], model._spread_limit(level),
+                                   ~observed)
+    res = Completion(res.mean + shift, spread)
     mean, low, high = truncated_interval(res.mean, res.std, observed, *model.bounds_,
                                          level, center_std=own_std)
-    std = res.std
+    std = np.where(observed, res.std, truncated_std(res.mean, res.std, *model.bounds_))
     missed = np.isnan(res.mean) | np.isnan(res.std)
     if missed.any():
         warnings.warn(
@@ -156,6 +160,8 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
         mean, low, high, std = (
             _fill(mine, missed, rows, getattr(fallback, name))
             for mine, name in ((mean, "mean"), (low, "low"), (high, "high"), (std, "std")))
+        if fallback.limited is not None:
+            limited = _fill(limited, missed, rows, fallback.limited).astype(bool)
     return Prediction(
         extrapolation=extrapolation,
         models=models,
@@ -168,6 +174,7 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
         level=float(level),
         method=method,
         calibration=calibration,
+        limited=limited,
     )
 
 
