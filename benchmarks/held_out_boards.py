@@ -12,7 +12,8 @@ the strongest 10% predicted from the rest; ``extrapolation``: the strongest
 30% from the weakest 50%) and k = 1..k-max, MI selection, it prints what
 ``benchsel evaluate --protocol P --objectives mi`` reports of the shipped
 default (``predict``'s own predictions and intervals): the scored cells, the
-coverage of the 90% intervals, their interval score (Gneiting-Raftery /
+coverage of the 90% intervals (beside the column-spread baseline's), their
+interval score (Gneiting-Raftery /
 Winkler, standardized units, lower is better) beside the column-spread
 baseline's (what ``predict`` says of a model it knows nothing of), and the
 MAE beside the column mean's. A cell is marked ``under`` when it has at
@@ -61,9 +62,9 @@ def main() -> None:
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", DataWarning)
     out = []
-    print("| board | kind | protocol | k | cells | coverage % | interval score | baseline "
-          "| MAE | baseline | marks | s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| board | kind | protocol | k | cells | coverage % | baseline | interval score | "
+          "baseline | MAE | baseline | marks | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.boards.split(","):
         if name in SYNTHETIC_BOARDS:
             kind, scores = "held out", synthetic_board(name=name, **SYNTHETIC_BOARDS[name])
@@ -78,11 +79,13 @@ def main() -> None:
                        "cells": r.cells, "coverage": r.interval_coverage,
                        "interval_score": r.interval_score,
                        "baseline_interval_score": r.baseline_interval_score,
+                       "baseline_coverage": r.baseline_coverage,
                        "mae": r.mae, "baseline_mae": r.baseline_mae, "seconds": seconds}
                 row["marks"] = marks(row)
                 out.append(row)
                 print(f"| {name} | {kind} | {protocol} | {r.k} | {r.cells} | "
-                      f"{100 * r.interval_coverage:.1f} | {r.interval_score:.2f} | "
+                      f"{100 * r.interval_coverage:.1f} | {100 * r.baseline_coverage:.1f} | "
+                      f"{r.interval_score:.2f} | "
                       f"{r.baseline_interval_score:.2f} | {r.mae:.3f} | {r.baseline_mae:.3f} | "
                       f"{row['marks']} | {seconds:.1f} |", flush=True)
     judged = [r for r in out if r["cells"] >= MIN_CELLS]

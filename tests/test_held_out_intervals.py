@@ -164,3 +164,42 @@ def test_extrapolation_beats_knowing_nothing_on_a_held_out_board_from_k_3():
     result = extrapolate(board, objectives=("mi",), k_max=3)
     row = result.row("mi", 3)
     assert row.interval_score < row.baseline_interval_score and row.mae < row.baseline_mae
+
+
+def test_compare_says_in_one_line_which_differences_cannot_be_predicted(tmp_path, capsys):
+    import json
+
+    from benchsel.cli import main
+    from benchsel.gaussian.compare import compare_models
+
+    model, pred = _strangers_predictions()
+    board = synthetic_board(**SYNTHETIC_BOARDS["everything"])
+    held = [board.models.index(m) for m in board.models
+            if m not in model.scores_.models]
+    values = board.values.copy()
+    given = ~pred.observed  # what A and B were not run on
+    for r, i in enumerate(held):
+        values[i, [board.items.index(it) for it in np.array(model.items_)[given[r]]]] = np.nan
+    path = tmp_path / "board.csv"
+    import pandas as pd
+
+    pd.DataFrame(values, index=pd.Index(board.models, name="model"),
+                 columns=board.items).to_csv(path)
+    names = [board.models[i] for i in held]
+    rows = [{it: v for it, v in zip(board.items, values[i]) if not np.isnan(v)} for i in held]
+    expected = compare_models(model, rows[0], rows[1], names=tuple(names))
+    assert expected.unpredictable()  # the two strongest, run on six benchmarks each
+    code = main(["compare", str(path), "--models", ",".join(names)])
+    out = capsys.readouterr().out
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("cannot be predicted"))
+    assert f"on {len(expected.unpredictable())} of {len(expected.items)} benchmarks" in line
+    # Every interval of a difference stays within what two bounded scores can differ by.
+    width = model.bounds_[1] - model.bounds_[0]
+    # (NaN where both were run and no measurement noise is known.)
+    assert not np.any(expected.high > width) and not np.any(expected.low < -width)
+    assert np.isfinite(expected.high).sum() > 30
+    code = main(["compare", str(path), "--models", ",".join(names), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    flagged = [d["benchmark"] for d in payload["differences"] if d["column_spread_only"]]
+    assert flagged == expected.unpredictable()

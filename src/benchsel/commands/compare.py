@@ -35,7 +35,9 @@ def cmd_compare(args) -> int:
     payload = result.to_dict()
     payload["dataset"] = str(args.data if args.plan is None else args.plan)
     pct = f"{100 * args.coverage:g}%"
-    table = [[name + (" (both run)" if result.observed[j] else ""), result.difference[j],
+    spread_only = set(result.unpredictable())
+    table = [[name + (" (both run)" if result.observed[j] else "")
+              + (" *" if name in spread_only else ""), result.difference[j],
               result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
              for j, name in enumerate(result.items)]
     fit = ("each fitted without the two of them" if args.plan is None
@@ -49,8 +51,8 @@ def cmd_compare(args) -> int:
     unpredictable = result.unpredictable()
     if unpredictable:
         head += (f"\ncannot be predicted from what was run on {len(unpredictable)} of "
-                 f"{len(result.items)} benchmarks ({short_names(unpredictable, 5)}): a "
-                 "prediction there is only the benchmark's spread among the source models; "
+                 f"{len(result.items)} benchmarks (* below: {short_names(unpredictable, 5)}): "
+                 "a prediction there is only the benchmark's spread among the source models; "
                  "run them to compare")
     _emit(args, payload, head + "\n" + _table(
         ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))

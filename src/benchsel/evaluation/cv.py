@@ -83,7 +83,8 @@ _PAPER_FLOOR = 0.01
 
 
 #: What a fold reports of the shipped predictor beside R² and coverage (_shipped_scores).
-SHIPPED_FIGURES = ("interval_score", "baseline_interval_score", "mae", "baseline_mae", "cells")
+SHIPPED_FIGURES = ("interval_score", "baseline_interval_score", "baseline_coverage", "mae",
+                   "baseline_mae", "cells")
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class CVRow:
     With a predictor other than the paper's ``gaussian`` (scored as
     ``predict`` ships it), ``interval_score`` and ``mae`` (standardized
     units, lower is better; :func:`~benchsel.evaluation.metrics.interval_score`)
-    stand beside ``baseline_interval_score`` and ``baseline_mae``: those of
+    stand beside ``baseline_interval_score``, ``baseline_coverage`` and
+    ``baseline_mae``: those of
     what ``predict`` says of a model it knows nothing of (each column's mean
     and calibrated spread among the training models), which every
     prediction from observed scores has to beat; ``cells`` counts the
@@ -112,6 +114,7 @@ class CVRow:
     uncalibrated_coverage: float = float("nan")
     interval_score: float = float("nan")
     baseline_interval_score: float = float("nan")
+    baseline_coverage: float = float("nan")
     mae: float = float("nan")
     baseline_mae: float = float("nan")
     cells: int = 0
@@ -406,7 +409,8 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
         error), and ``baseline_interval_score`` and ``baseline_mae``, the
         same of what ``predict`` says of a model it knows nothing of (each
         column's mean and calibrated spread among the training models), all
-        in the protocol's standardized units; ``cells``: how many were scored.
+        in the protocol's standardized units, and ``baseline_coverage``; ``cells``: how
+        many were scored.
     label : str
         The method used; with ``auto`` and models in both regimes,
         ``"A (outside: B)"``.
@@ -443,6 +447,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
         "raw_coverage": coverage(y, at["raw_low"], at["raw_high"]),
         "interval_score": interval_score(y, at["low"], at["high"], level),
         "baseline_interval_score": interval_score(y, at["base_low"], at["base_high"], level),
+        "baseline_coverage": coverage(y, at["base_low"], at["base_high"]),
         "mae": float(np.mean(np.abs(y - at["mean"]))) if y.size else float("nan"),
         "baseline_mae": float(np.mean(np.abs(y - at["base_mean"]))) if y.size else float("nan"),
         "cells": int(y.size),

@@ -40,7 +40,7 @@ GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 #: :mod:`.residuals` or a fit of :mod:`.fits` would decide differently, so that
 #: cache files made by the old rules are not read (and rebuild the shipped
 #: fits: ``python scripts/build_fits.py``).
-RULES = 6
+RULES = 7
 
 #: The splits a kept choice was made on (:class:`~benchsel.prediction.MethodChoice`).
 CHOICE_SPLITS = ("random", "near", "strength")
