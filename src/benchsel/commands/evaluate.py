@@ -141,10 +141,15 @@ def cmd_evaluate(args) -> int:
             setup += f" (chose {shown}" + (
                 f"; {len(common) - 3} other choices {rest}x, listed by --json"
                 if rest else "") + ")"
-    text = (
-        f"{args.protocol}: {setup}, {head}\n"
-        + _table(["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
-                  "uncalibrated", "stability"], rows)
-    )
+    columns = ["objective", "k", "r2_mean", "r2_std", "residual_var", "coverage_90",
+               "uncalibrated", "stability"]
+    if result.predictor != "gaussian":
+        # As predict ships it: its interval score beside knowing nothing of the model.
+        for row, r in zip(rows, result.rows):
+            row += [r.interval_score, r.baseline_interval_score]
+        columns += ["interval_score", "column_spread_score"]
+        head += ("\ninterval_score: the 90% intervals' width plus 20x their misses "
+                 "(standardized, lower is better), beside the column spread's")
+    text = f"{args.protocol}: {setup}, {head}\n" + _table(columns, rows)
     _emit(args, payload, text)
     return 0
