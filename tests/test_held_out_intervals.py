@@ -203,3 +203,18 @@ def test_compare_says_in_one_line_which_differences_cannot_be_predicted(tmp_path
     payload = json.loads(capsys.readouterr().out)
     flagged = [d["benchmark"] for d in payload["differences"] if d["column_spread_only"]]
     assert flagged == expected.unpredictable()
+
+
+def test_evaluate_says_where_a_selection_predicts_worse_than_the_mean():
+    from benchsel.commands.evaluate import _below_zero
+    from benchsel.evaluation.cv import CVRow
+
+    def row(objective, k, r2):
+        return CVRow(objective, k, r2, 0.1, 0.5, 1.0, 1.0, 0.9, 0.5)
+
+    result = type("Result", (), {"rows": [row("mi", 1, 0.4), row("entropy", 4, -0.11),
+                                          row("entropy", 5, -0.25), row("random", 1, np.nan)]})
+    text = _below_zero(result)
+    assert text.strip().startswith("entropy: R² below 0 at k = 4, 5")
+    assert "mi" not in text and "random" not in text
+    assert _below_zero(type("Result", (), {"rows": [row("mi", 1, 0.4)]})) == ""

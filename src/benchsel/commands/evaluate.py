@@ -150,6 +150,20 @@ def cmd_evaluate(args) -> int:
         columns += ["interval_score", "column_spread_score"]
         head += ("\ninterval_score: the 90% intervals' width plus 20x their misses "
                  "(standardized, lower is better), beside the column spread's")
-    text = f"{args.protocol}: {setup}, {head}\n" + _table(columns, rows)
+    text = f"{args.protocol}: {setup}, {head}\n" + _table(columns, rows) + _below_zero(result)
     _emit(args, payload, text)
     return 0
+
+
+def _below_zero(result) -> str:
+    """A line per objective whose mean R² falls below 0 at some k: its predictions of the
+    held-out models are worse there than each benchmark's training mean."""
+    lines = []
+    for objective in dict.fromkeys(r.objective for r in result.rows):
+        ks = [r.k for r in result.rows if r.objective == objective
+              and r.r2_mean is not None and r.r2_mean < 0]
+        if ks:
+            lines.append(f"\n{objective}: R² below 0 at k = {', '.join(map(str, ks))}: its "
+                         "predictions there are worse than each benchmark's mean over the "
+                         "training models; do not run its choice at those sizes")
+    return "".join(lines)

@@ -95,11 +95,11 @@ class CVRow:
     ``predict`` ships it), ``interval_score`` and ``mae`` (standardized
     units, lower is better; :func:`~benchsel.evaluation.metrics.interval_score`)
     stand beside ``baseline_interval_score``, ``baseline_coverage`` and
-    ``baseline_mae``: those of
-    what ``predict`` says of a model it knows nothing of (each column's mean
-    and calibrated spread among the training models), which every
-    prediction from observed scores has to beat; ``cells`` counts the
-    scored cells over every split. NaN (0 cells) for ``gaussian``.
+    ``baseline_mae``: those of what ``predict`` says of a model it knows
+    nothing of (each column's mean and calibrated spread among the training
+    models), which every prediction from observed scores has to beat;
+    ``cells`` counts the scored cells over every split. NaN (0 cells) for
+    ``gaussian``.
     """
 
     objective: str

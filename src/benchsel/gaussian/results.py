@@ -134,7 +134,9 @@ class Prediction:
         (:func:`~benchsel.calibration.spread_limit`): the method was less
         sure than knowing nothing of the model would be, so its interval
         was narrowed to that; there the prediction says no more than the
-        column does. ``None``: no cell was limited (uncalibrated).
+        column does. No cell of an uncalibrated prediction is limited (all False);
+        ``None`` where a prediction does not say (a question-level plan's
+        task scores, estimated from their questions).
     """
 
     models: list[str]

@@ -1,0 +1,154 @@
+"""Whether each rule of the default earns its place: the default with one rule switched off,
+beside the default as it ships, on the boards of ``held_out_boards.py``.
+
+Usage: python benchmarks/held_out_rules.py RULE [--boards lowrank,merged] [--k-max 5]
+       (RULE: no-slope, constant-outside, no-frontier-shift, choose-on-random,
+        no-strength-choice)
+
+Each rule is switched off by replacing one library function for this
+process only (the shipped code is not changed):
+
+* ``no-slope``: beyond the sources' range the multiplier is the step
+  constant alone, not also ``slope * (1 + excess)``
+  (:class:`benchsel.calibration.Calibration`).
+* ``constant-outside``: one outside multiplier, neither steps nor slope.
+* ``no-frontier-shift``: no method's mean is moved at the frontier
+  (:func:`benchsel.calibration.measures_frontier` always false).
+* ``choose-on-random``: ``auto`` chooses its method on random held-out
+  models for every new model, inside the range or beyond it
+  (:func:`benchsel.prediction.choose_for_new_models`).
+* ``no-strength-choice``: a model far beyond the range gets the choice made
+  just beyond it (the ``near`` tails), not on the 30% tails.
+
+Two boards of 600 models (``drift_large``, ``heavy_large``) join the
+synthetic ones: the frontier shift needs 300 models to be measured. For
+each rule it prints, per kind of board (tuned on / held out) and protocol,
+the (board, k) cells with at least 40 scored cells where the interval score
+got better or worse without the rule, the mean change, and how many cells
+cover below 85% and above 95% with and without it.
+"""
+
+import argparse
+import warnings
+
+import numpy as np
+from _data import LEADERBOARDS, add_data_dir, load_board
+from held_out_boards import MIN_CELLS, PROTOCOLS, TUNED_ON
+
+from benchsel import ConvergenceWarning, DataWarning
+from benchsel.datasets.synthetic import SYNTHETIC_BOARDS, synthetic_board
+
+LARGE = {"drift_large": dict(n_models=600, n_items=30, rank=3, top_drift=1.5, seed=8),
+         "heavy_large": dict(n_models=600, n_items=30, rank=3, noise_df=2.5, noise=0.45,
+                             seed=9)}
+RULES = ("no-slope", "constant-outside", "no-frontier-shift", "choose-on-random",
+         "no-strength-choice")
+
+
+def _factor_without(steps_off: bool, slope_off: bool):
+    """:meth:`Calibration.factor` with the outside steps and/or the slope left out."""
+    def factor(self, excess):
+        e = np.asarray(excess, dtype=float)
+        steps = () if steps_off else self.outside_steps
+        slope = 0.0 if slope_off else self.outside_slope
+        near = self.outside
+        if steps:
+            edges = np.array([t for t, _ in steps])
+            values = np.array([m for _, m in steps])
+            step = np.minimum(np.searchsorted(edges, np.abs(e), side="left"), len(edges) - 1)
+            near = np.maximum(self.inside, values[step])
+        beyond = np.maximum(near, slope * (1 + np.abs(e)))
+        if self.below is not None:
+            below_slope = 0.0 if slope_off else self.below_slope
+            beyond = np.where(e < 0, np.maximum(self.below, below_slope * (1 + np.abs(e))),
+                              beyond)
+        return np.where(e != 0, beyond, self.inside)
+    return factor
+
+
+def switch_off(rule: str) -> None:
+    """Replace the library function that makes ``rule``, for this process."""
+    import benchsel.prediction.choice as choice
+    from benchsel.calibration import conformal
+
+    if rule in ("no-slope", "constant-outside"):
+        conformal.Calibration.factor = _factor_without(rule == "constant-outside", True)
+    elif rule == "no-frontier-shift":
+        import benchsel.calibration.gaussian as calibrator
+        import benchsel.gaussian.model as model
+        import benchsel.prediction.frontier as frontier
+
+        for module in (model, frontier, calibrator):
+            module.measures_frontier = lambda z: False
+    elif rule in ("choose-on-random", "no-strength-choice"):
+        from benchsel.prediction.holdout import near_reach
+
+        shipped = choice.choose_for_new_models
+
+        def choose(values, given, excess, **kw):
+            e = np.asarray(excess, dtype=float)
+            if rule == "choose-on-random":
+                return shipped(values, given, np.zeros_like(e), **kw)
+            if (e != 0).any():  # as far out as the near tails reach, no further
+                above, below = near_reach(values, given)
+                tiny = np.finfo(float).tiny
+                e = np.where(e > 0, np.maximum(np.minimum(e, above), tiny),
+                             np.where(e < 0, -np.maximum(np.minimum(-e, below), tiny), 0.0))
+            return shipped(values, given, e, **kw)
+
+        choice.choose_for_new_models = choose
+    else:
+        raise SystemExit(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
+
+
+def run(boards, data_dir, k_max: int) -> dict:
+    """(board, protocol, k) -> (kind, cells, coverage, interval score) of the default."""
+    out = {}
+    for name in boards:
+        if name in SYNTHETIC_BOARDS or name in LARGE:
+            spec = SYNTHETIC_BOARDS.get(name) or LARGE[name]
+            kind, scores = "held out", synthetic_board(name=name, **spec)
+        else:
+            kind, scores = "tuned on", load_board(name, data_dir)
+        for protocol, evaluate in PROTOCOLS.items():
+            result = evaluate(scores, objectives=("mi",), k_max=k_max)
+            for r in result.rows:
+                out[name, protocol, r.k] = (kind, r.cells, r.interval_coverage, r.interval_score)
+        print(f"  {name} done", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rule", choices=RULES)
+    parser.add_argument("--boards", default=",".join((*SYNTHETIC_BOARDS, *LARGE, *TUNED_ON)))
+    parser.add_argument("--k-max", type=int, default=5)
+    add_data_dir(parser, LEADERBOARDS)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.simplefilter("ignore", DataWarning)
+    boards = args.boards.split(",")
+    print("the default as it ships:")
+    shipped = run(boards, args.data_dir, args.k_max)
+    switch_off(args.rule)
+    print(f"without the rule ({args.rule}):")
+    without = run(boards, args.data_dir, args.k_max)
+    print("\n| rules | protocol | cells | interval score better without | worse without | "
+          "mean change | below 85% (shipped -> without) | above 95% |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("tuned on", "held out"):
+        for protocol in PROTOCOLS:
+            keys = [key for key, v in shipped.items()
+                    if v[0] == kind and key[1] == protocol and v[1] >= MIN_CELLS]
+            if not keys:
+                continue
+            change = np.array([without[key][3] - shipped[key][3] for key in keys])
+            below = [sum(run_[key][2] < 0.85 for key in keys) for run_ in (shipped, without)]
+            above = [sum(run_[key][2] > 0.95 for key in keys) for run_ in (shipped, without)]
+            print(f"| {kind} | {protocol} | {len(keys)} | {int((change < -1e-9).sum())} | "
+                  f"{int((change > 1e-9).sum())} | {change.mean():+.3f} | "
+                  f"{below[0]} -> {below[1]} | {above[0]} -> {above[1]} |")
+
+
+if __name__ == "__main__":
+    main()
