@@ -218,3 +218,12 @@ def test_evaluate_says_where_a_selection_predicts_worse_than_the_mean():
     assert text.strip().startswith("entropy: R² below 0 at k = 4, 5")
     assert "mi" not in text and "random" not in text
     assert _below_zero(type("Result", (), {"rows": [row("mi", 1, 0.4)]})) == ""
+
+
+def test_select_says_what_an_unstable_pick_means():
+    from benchsel.commands.select import _stability_line
+
+    text = _stability_line({"A": 1.0, "B": 0.3, "C": 0.45}, "benchmark")
+    assert text.strip().startswith("2 of 3 picks are chosen again in fewer than half")
+    assert "(B, C)" in text
+    assert _stability_line({"A": 1.0, "B": 0.5}, "benchmark") == ""

@@ -89,8 +89,22 @@ def cmd_select(args) -> int:
     head += "\n" + describe_certificate(sel.certificate)
     text = head + "\n" + _table(["#", what, "gain", "residual_var",
                                  *(["selected in resamples"] if frequency else [])], rows)
+    if frequency:
+        text += _stability_line(frequency, what)
     _emit(args, payload, text)
     return 0
+
+
+def _stability_line(frequency: dict, what: str) -> str:
+    """What picks chosen again in fewer than half the resamples mean for the user."""
+    shaky = [name for name, share in frequency.items() if share < 0.5]
+    if not shaky:
+        return ""
+    return (f"\n{len(shaky)} of {len(frequency)} picks are chosen again in fewer than half "
+            f"the resamples ({', '.join(shaky)}): the models do not single them out, and "
+            f"other {what}s that vary with them would serve about as well; how much a "
+            "selection of this size predicts is what to trust (evaluate), not which "
+            f"{what}s it names")
 
 
 def cmd_plan(args) -> int:
