@@ -39,6 +39,14 @@ TUNED_ON = ("mteb", "merged", "open_llm_v2", "helm_lite", "bigcodebench", "wildb
 MIN_CELLS = 40
 
 
+def board(name: str, data_dir, synthetic=SYNTHETIC_BOARDS):
+    """``(kind, scores)`` of a board: a synthetic one ``held out``, a bundled one (from
+    ``data_dir``) ``tuned on``."""
+    if name in synthetic:
+        return "held out", synthetic_board(name=name, **synthetic[name])
+    return "tuned on", load_board(name, data_dir)
+
+
 def marks(row) -> str:
     """``under`` / ``over`` / ``wide`` for one row (see the module docstring)."""
     out = []
@@ -66,10 +74,7 @@ def main() -> None:
           "baseline | MAE | baseline | marks | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.boards.split(","):
-        if name in SYNTHETIC_BOARDS:
-            kind, scores = "held out", synthetic_board(name=name, **SYNTHETIC_BOARDS[name])
-        else:
-            kind, scores = "tuned on", load_board(name, args.data_dir)
+        kind, scores = board(name, args.data_dir)
         for protocol in args.protocols.split(","):
             start = time.perf_counter()
             result = PROTOCOLS[protocol](scores, objectives=("mi",), k_max=args.k_max)

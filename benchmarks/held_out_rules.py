@@ -32,11 +32,11 @@ import argparse
 import warnings
 
 import numpy as np
-from _data import LEADERBOARDS, add_data_dir, load_board
-from held_out_boards import MIN_CELLS, PROTOCOLS, TUNED_ON
+from _data import LEADERBOARDS, add_data_dir
+from held_out_boards import MIN_CELLS, PROTOCOLS, TUNED_ON, board
 
 from benchsel import ConvergenceWarning, DataWarning
-from benchsel.datasets.synthetic import SYNTHETIC_BOARDS, synthetic_board
+from benchsel.datasets.synthetic import SYNTHETIC_BOARDS
 
 LARGE = {"drift_large": dict(n_models=600, n_items=30, rank=3, top_drift=1.5, seed=8),
          "heavy_large": dict(n_models=600, n_items=30, rank=3, noise_df=2.5, noise=0.45,
@@ -105,11 +105,7 @@ def run(boards, data_dir, k_max: int) -> dict:
     """(board, protocol, k) -> (kind, cells, coverage, interval score) of the default."""
     out = {}
     for name in boards:
-        if name in SYNTHETIC_BOARDS or name in LARGE:
-            spec = SYNTHETIC_BOARDS.get(name) or LARGE[name]
-            kind, scores = "held out", synthetic_board(name=name, **spec)
-        else:
-            kind, scores = "tuned on", load_board(name, data_dir)
+        kind, scores = board(name, data_dir, {**SYNTHETIC_BOARDS, **LARGE})
         for protocol, evaluate in PROTOCOLS.items():
             result = evaluate(scores, objectives=("mi",), k_max=k_max)
             for r in result.rows:
