@@ -190,8 +190,8 @@ def _range_excess_loop(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """One pattern at a time (the reference :func:`range_excess` is tested against)."""
     reference = np.asarray(reference, dtype=float)
     rows = np.array(rows, dtype=float)
+    supported = (~np.isnan(reference)).sum(axis=0) >= FEW_MODELS
     for i, row in enumerate(rows):  # as _on_evidence, row by row
-        supported = (~np.isnan(reference)).sum(axis=0) >= FEW_MODELS
         if (~np.isnan(row) & supported).any():
             rows[i, ~supported] = np.nan
     given = ~np.isnan(rows)

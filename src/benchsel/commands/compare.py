@@ -35,9 +35,9 @@ def cmd_compare(args) -> int:
     payload = result.to_dict()
     payload["dataset"] = str(args.data if args.plan is None else args.plan)
     pct = f"{100 * args.coverage:g}%"
-    spread_only = set(result.unpredictable())
+    unpredictable = result.unpredictable()
     table = [[name + (" (both run)" if result.observed[j] else "")
-              + (" *" if name in spread_only else ""), result.difference[j],
+              + (" *" if name in unpredictable else ""), result.difference[j],
               result.std[j], result.low[j], result.high[j], result.p_b_better[j]]
              for j, name in enumerate(result.items)]
     fit = ("each fitted without the two of them" if args.plan is None
@@ -48,7 +48,6 @@ def cmd_compare(args) -> int:
         head += (f"\nboth run on {short_names(unknown, 5)}: no measurement noise known, so no "
                  "error bar or P(B > A) there (-); give --questions N, "
                  "'<benchmark>_stderr' columns or lm-eval runs (their *_stderr)")
-    unpredictable = result.unpredictable()
     if unpredictable:
         head += (f"\ncannot be predicted from what was run on {len(unpredictable)} of "
                  f"{len(result.items)} benchmarks (* below: {short_names(unpredictable, 5)}): "

@@ -111,7 +111,6 @@ def synthetic_board(n_models: int = 100, n_items: int = 30, *, rank: int = 3,
             values[:, j] = 100 / (1 + np.exp(-(rng.normal(0, 0.8) + 1.2 * z)))
         else:
             values[:, j] = 1200 + 150 * z
-    full = values.copy()
     hidden = rng.random(values.shape) < missing
     for j in range(n_items - sparse_columns, n_items):
         hidden[:, j] = True
@@ -120,7 +119,6 @@ def synthetic_board(n_models: int = 100, n_items: int = 30, *, rank: int = 3,
     # empty rows).
     for i in np.flatnonzero(hidden.all(axis=1)):
         hidden[i, rng.integers(n_items - sparse_columns)] = False
-    values = np.where(hidden, np.nan, full)
-    return ScoreMatrix(values, [f"m{i:03d}" for i in range(n_models)],
+    return ScoreMatrix(np.where(hidden, np.nan, values), [f"m{i:03d}" for i in range(n_models)],
                        [f"b{j:02d}" for j in range(n_items)], source=name)
 
