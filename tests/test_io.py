@@ -679,3 +679,40 @@ def test_to_frame_round_trip(tmp_path):
     scores.to_frame().to_csv(path)
     assert_same_matrix(read_scores(path), scores)
 
+
+
+def test_line_length_check_is_the_longest_line_by_hand(tmp_path):
+    from benchsel.io import _check_line_lengths
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "lines.csv"
+    for trial in range(300):
+        lengths = rng.integers(0, 25, size=rng.integers(1, 12))
+        data = b"\n".join(b"x" * int(n) for n in lengths) + (b"\n" if trial % 2 else b"")
+        path.write_bytes(data)
+        limit, chunk = int(rng.integers(5, 20)), int(rng.integers(1, 9))
+        too_long = [i for i, line in enumerate(data.split(b"\n"), 1) if len(line) > limit]
+        if too_long:
+            with pytest.raises(ValueError, match=f"line {too_long[0]} is longer"):
+                _check_line_lengths(path, limit, chunk)
+        else:
+            _check_line_lengths(path, limit, chunk)
+
+
+def test_a_file_with_no_line_breaks_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    import benchsel.io as io
+
+    path = tmp_path / "one_line.csv"
+    path.write_text("model," + ",".join(["0.5"] * 5000))  # 20 kB, one line
+    monkeypatch.setattr(io, "MAX_LINE_BYTES", 10_000)
+    with pytest.raises(ValueError, match=r"one_line.csv: line 1 is longer than .*line breaks"):
+        read_scores(path)
+
+
+def test_duplicate_columns_of_a_wide_file_are_named(tmp_path):
+    names = [f"b{j}" for j in range(20_000)] + ["b7", "b19999"]
+    path = tmp_path / "wide.csv"
+    path.write_text("model," + ",".join(names) + "\n" + "\n".join(
+        f"m{i}," + ",".join(["0.5"] * len(names)) for i in range(3)) + "\n")
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['b19999', 'b7'\]"):
+        read_scores(path)
