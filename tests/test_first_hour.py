@@ -205,6 +205,47 @@ def test_auto_reports_its_long_steps_and_a_terminal_sees_the_time_left():
     assert quiet.getvalue() == ""  # a step shorter than the delay shows nothing
 
 
+def test_a_log_sees_a_line_a_minute_however_short_each_stage(monkeypatch):
+    import io
+    import time
+
+    from benchsel.progress import Stages
+
+    log = io.StringIO()  # not a terminal
+    stages = Stages(stream=log, interval=0.05)
+    for round_ in range(8):  # many stages, each far shorter than the interval
+        for done in range(3):
+            stages(f"stage {round_ % 2}", done, 2)
+        time.sleep(0.02)
+    stages.close()
+    lines = log.getvalue().splitlines()
+    assert 1 <= len(lines) <= 4, lines  # about one per interval, not one per stage
+    assert all(line.startswith("stage ") and "in all)" in line for line in lines)
+    quiet = io.StringIO()
+    brief = Stages(stream=quiet, interval=60.0)
+    for done in range(3):
+        brief("quick", done, 2)
+    assert quiet.getvalue() == ""
+
+
+def test_the_python_api_logs_long_steps_only_when_asked(monkeypatch, caplog):
+    import logging
+
+    import benchsel.progress as progress
+
+    board = benchsel.load_dataset("helm_lite")
+    with caplog.at_level(logging.WARNING, logger="benchsel"):
+        benchsel.GaussianModel().fit(board).predict({"GSM8K": 0.6}, method="gaussian")
+    assert not [r for r in caplog.records if r.name == "benchsel"]  # silent by default
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0.0)  # every step, for the test
+    monkeypatch.setattr(progress, "_LOG", progress._LogReporter())
+    with caplog.at_level(logging.INFO, logger="benchsel"):
+        benchsel.GaussianModel().fit(board).predict({"GSM8K": 0.6}, method="gaussian")
+    records = [r.getMessage() for r in caplog.records if r.name == "benchsel"]
+    assert records and all(m.startswith("calibrating the Gaussian's intervals: ")
+                           for m in records)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["discover", "helm_lite", "--bootstrap", "1000000000"],
      "--bootstrap: must be from 0 to 100,000 (each one refits the model)"),

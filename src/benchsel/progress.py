@@ -3,15 +3,28 @@
 On a terminal one status line is redrawn (at most ten times a second); in a
 log or a pipe a plain line is written at most once a minute, so a batch job
 shows it is alive without flooding its log; ``--quiet`` silences both.
+
+In Python, long library steps (``auto``'s cross-validations and
+calibrations, in ``predict`` and ``plan_benchmarks``) are silent by default,
+as a library's should be: they log to the ``benchsel`` logger at INFO, a
+record a minute at most (``logging.basicConfig(level=logging.INFO)`` shows
+them), and :func:`reporting_to` hands every step ``(stage, done, total)`` to
+a callback instead.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["Progress", "Stages", "quiet", "report", "reporting_to"]
+__all__ = ["LOGGER", "Progress", "Stages", "quiet", "report", "reporting_to"]
+
+#: The logger long library steps report to when no reporter is set (silent unless
+#: the application configures logging: the package adds a NullHandler).
+LOGGER = logging.getLogger("benchsel")
+LOGGER.addHandler(logging.NullHandler())
 
 #: Set by the command line's ``--quiet`` (:func:`quiet`): every progress line is off.
 _QUIET = False
@@ -46,14 +59,36 @@ def reporting_to(reporter):
 
 
 def report(stage: str, done: int, total: int) -> None:
-    """Tell the current reporter (if any) that ``done`` of ``total`` steps of ``stage``
-    are done."""
+    """Tell the current reporter that ``done`` of ``total`` steps of ``stage`` are done:
+    the one :func:`reporting_to` set, else :data:`LOGGER` (at INFO, a record a minute)."""
     if _REPORT is not None:
         _REPORT(stage, done, total)
+    elif LOGGER.isEnabledFor(logging.INFO):
+        _LOG(stage, done, total)
 
 
 #: Seconds between two lines when stderr is not a terminal.
 LOG_INTERVAL = 60.0
+
+
+class _LogReporter:
+    """``(stage, done, total)`` as INFO records of :data:`LOGGER`, at most one per
+    :data:`LOG_INTERVAL` seconds of a stage (none for a stage shorter than that)."""
+
+    def __init__(self):
+        self.stage, self.start, self.last = None, 0.0, 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage != self.stage:
+            self.stage, self.start, self.last = stage, now, now
+        if now - self.last >= LOG_INTERVAL:
+            LOGGER.info("%s: %d/%d, %s so far", stage, done, total,
+                        _duration(now - self.start))
+            self.last = now
+
+
+_LOG = _LogReporter()
 #: Seconds between two redraws of the terminal line.
 REDRAW_INTERVAL = 0.1
 
@@ -143,24 +178,42 @@ class Progress:
 class Stages:
     """Callable ``stages(stage, done, total)``: one :class:`Progress` per named stage.
 
-    A stage shows nothing in its first ``delay`` seconds, so quick steps stay
-    silent and only those longer than that get a line with the time left.
+    On a terminal a stage shows nothing in its first ``delay`` seconds, so
+    quick steps stay silent and only those longer than that get a line with
+    the time left. Off a terminal a line is written whenever ``interval``
+    seconds passed since the last one, whichever stage is running: a run of
+    many short stages (``plan`` on a board of its own: 50 s of them) is
+    still seen to be alive in a log.
     """
 
-    def __init__(self, delay: float = 2.0, stream=None):
+    def __init__(self, delay: float = 2.0, stream=None, interval: float = LOG_INTERVAL):
         self.delay = delay
         self.stream = stream
+        self.interval = interval
         self.current: tuple[str, Progress] | None = None
+        self.started = self.last_line = time.perf_counter()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.current is None or self.current[0] != stage:
             self.close()
-            self.current = (stage, Progress(stage, stream=self.stream))
+            self.current = (stage, Progress(stage, stream=self.stream, interval=self.interval))
         progress = self.current[1]
-        if time.perf_counter() - progress.start >= self.delay or progress.drawn:
+        if not progress.redraw:
+            self._log_line(progress, done, total)
+        elif time.perf_counter() - progress.start >= self.delay or progress.drawn:
             progress(done, total)
         if done >= total:
             self.close()
+
+    def _log_line(self, progress: Progress, done: int, total: int) -> None:
+        """Off a terminal: the stage's status, once ``interval`` passed since the last line."""
+        now = time.perf_counter()
+        if not progress.enabled or now - self.last_line < self.interval:
+            return
+        progress.stream.write(f"{progress.status(done, total, now)} "
+                              f"({_duration(now - self.started)} in all)\n")
+        progress.stream.flush()
+        self.last_line = now
 
     def close(self) -> None:
         if self.current is not None:
