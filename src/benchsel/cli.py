@@ -13,6 +13,7 @@ import sys
 import warnings
 
 from . import __version__
+from ._memory import budget
 from .names import (
     CALIBRATIONS,
     COMPLETION_METHODS,
@@ -142,6 +143,9 @@ def _add_output(p: argparse.ArgumentParser) -> None:
 
 
 _QUIET = "nothing on stderr but errors: no progress lines, no warnings"
+_MEMORY_BUDGET = ("the most memory a computation may plan to take, e.g. 4G or 500M (default: "
+                  "$BENCHSEL_MEMORY_BUDGET, else half the machine's memory); above it a "
+                  "method switches (EM to the pairwise covariance) or stops with a message")
 
 
 class _Renamed(argparse.Action):
@@ -184,6 +188,15 @@ def _add_log_readers(p) -> None:
     p.add_argument("--dask", metavar="SCHEDULER",
                    help="read lm-eval sample logs on a dask.distributed cluster (scheduler "
                    "address, or 'local'; needs benchsel[dask])")
+
+
+def _memory_size(text: str) -> int:
+    from ._memory import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -604,6 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
     for command in sub.choices.values():  # one --quiet, with one meaning, everywhere
         if not any("--quiet" in a.option_strings for a in command._actions):
             command.add_argument("--quiet", "-q", action="store_true", help=_QUIET)
+        command.add_argument("--memory-budget", metavar="SIZE", type=_memory_size,
+                             help=_MEMORY_BUDGET)
     return parser
 
 
@@ -646,16 +661,17 @@ def main(argv: list[str] | None = None) -> int:
 
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
             commands.check_outputs(args)  # a target that cannot be written: before any work
-            if not args.quiet:
-                stages = Stages()  # auto's long steps: a line each, with the time left
-                with reporting_to(stages):
-                    try:
-                        return run(args)
-                    finally:
-                        stages.close()
-            warnings.simplefilter("ignore")
-            with quiet():
-                return run(args)
+            with budget(args.memory_budget):
+                if not args.quiet:
+                    stages = Stages()  # auto's long steps: a line each, with the time left
+                    with reporting_to(stages):
+                        try:
+                            return run(args)
+                        finally:
+                            stages.close()
+                warnings.simplefilter("ignore")
+                with quiet():
+                    return run(args)
         except KeyboardInterrupt:
             print("benchsel: interrupted", file=sys.stderr)
             return 130

@@ -47,6 +47,7 @@ import numpy as np
 
 from .. import names
 from .._linalg import psd_project, shrink_to_identity, symmetrize
+from .._memory import BUDGET_ENV, check_memory, memory_budget
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
 from ..matrix import DataWarning, Standardizer
@@ -186,6 +187,11 @@ def pairwise_covariance(
     z = _check_z(z)
     floor = _check_floor(floor)
     m, n = z.shape
+    # At most about five N x N arrays at once (products, counts, their ratio, the
+    # eigendecomposition's; four measured at N = 500 and 1,500): 4 x 25,000 scores
+    # took 19.6 GB before this was planned.
+    check_memory(40.0 * n * n, f"the covariance of {n} items",
+                 "model fewer benchmarks at once (a subset of the columns)")
     obs = ~np.isnan(z)
     mu = _column_means(z, obs)
     alpha = _resolve_shrinkage(shrinkage, m, n)
@@ -320,6 +326,10 @@ def em_covariance(
             raise ValueError("start must be finite")
         sigma = symmetrize(sigma)
     sigma, _ = psd_project(sigma, floor)
+    # Planned before the E-step's blocks are allocated (2000 x 3000 half missing
+    # asked for 5.6 GB at once and raised MemoryError halfway through).
+    check_memory(em_memory_bytes(obs), f"EM on {m_rows} x {n} scores",
+                 "use the covariance 'pairwise' (or 'auto', which switches to it)")
     plan = EStepPlan.build(obs)
     z_filled = np.where(obs, z, 0.0)
     ridge = 1e-8 * float(np.mean(np.diag(sigma)))
@@ -522,6 +532,31 @@ def paper_covariance(z) -> CovarianceEstimate:
     )
 
 
+def em_affordable(observed) -> bool:
+    """Whether EM on this missingness fits both its time (:data:`EM_MAX_FLOPS` per
+    iteration) and the memory budget (:func:`benchsel._memory.memory_budget`)."""
+    return (em_iteration_flops(observed) <= EM_MAX_FLOPS
+            and em_memory_bytes(observed) <= memory_budget())
+
+
+def em_memory_bytes(observed) -> float:
+    """Peak bytes EM's E-step holds on this missingness, roughly (an upper estimate).
+
+    Per bucket of patterns (:mod:`._estep`), ``G`` blocks of padded size
+    ``s``: the plan keeps two ``G x s x s`` arrays (identity padding, flat
+    indices) and each step makes four more (factors, inverses, their sum,
+    weights); then a few ``(N + 1)^2`` and ``M x (N + 1)`` arrays.
+    """
+    observed = np.asarray(observed, dtype=bool)
+    m_rows, n = observed.shape
+    patterns, _ = unique_rows(observed)
+    given = patterns.sum(axis=1)
+    side = np.minimum(given, n - given)
+    padded = -(-side // 8) * 8.0
+    blocks = float(np.sum(padded[(given > 0) & (given < n)] ** 2))
+    return 8.0 * (7.0 * blocks + 10.0 * (n + 1) ** 2 + 6.0 * m_rows * (n + 1))
+
+
 def em_iteration_flops(observed) -> float:
     """Floating-point operations of one EM iteration on this missingness, roughly.
 
@@ -561,6 +596,14 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
                 f"EM on these {z.shape[1]} items would cost over {EM_MAX_FLOPS:.0e} flops "
                 "per iteration, hours for a protocol's fits; using the pairwise "
                 "covariance instead (ask for covariance 'em-shrink' to insist)",
+                DataWarning,
+                stacklevel=2,
+            )
+            method = "pairwise"
+        elif method == "em-shrink" and em_memory_bytes(observed) > memory_budget():
+            warnings.warn(
+                f"EM on these {z.shape[1]} items would need more memory than the budget "
+                f"({BUDGET_ENV} or --memory-budget); using the pairwise covariance instead",
                 DataWarning,
                 stacklevel=2,
             )

@@ -43,7 +43,12 @@ from scipy.special import expit, logit, ndtri
 from .._patterns import unique_rows
 from ..bounds import column_scale
 from ..gaussian.conditional import conditional_moments
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..gaussian.covariance import (
+    ConvergenceWarning,
+    em_affordable,
+    estimate_covariance,
+    fit_standardizer,
+)
 from ..matrix import Standardizer, column_moments
 from . import gp
 from .fits import INDUCTIVE, FitStore, GaussianFit, fitted_completion
@@ -202,6 +207,11 @@ def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Compl
 
 
 def complete_gaussian_em(values: np.ndarray) -> Completion:
+    """The plain EM Gaussian's conditional; no prediction (NaN) where EM would not fit
+    its time or the memory budget (:func:`~benchsel.gaussian.covariance.em_affordable`):
+    ``auto`` then ranks it last, and an explicit request falls back with a warning."""
+    if not em_affordable(~np.isnan(values)):
+        return _finish(values, np.full(values.shape, np.nan), np.full(values.shape, np.nan))
     return _complete_gaussian(values, "em")
 
 

@@ -24,9 +24,8 @@ from .._npz import CheckedNpz
 from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
-    EM_MAX_FLOPS,
     ConvergenceWarning,
-    em_iteration_flops,
+    em_affordable,
     estimate_covariance,
     fit_standardizer,
 )
@@ -43,10 +42,10 @@ def new_row_covariance(source: np.ndarray) -> str:
     ``gaussian`` completes with ``auto``, which for a matrix with a
     missing cell (a new model's row has some) is ``em-shrink`` unless one
     EM iteration would cost more than
-    :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS`.
+    :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` or more memory than
+    the budget (:func:`~benchsel.gaussian.covariance.em_affordable`).
     """
-    observed = ~np.isnan(source)
-    return "em-shrink" if em_iteration_flops(observed) <= EM_MAX_FLOPS else "pairwise"
+    return "em-shrink" if em_affordable(~np.isnan(source)) else "pairwise"
 
 
 #: Standardized scores of a row predicted from a fit are clipped to this many
@@ -452,12 +451,15 @@ def fitted_completion(source: np.ndarray, x: np.ndarray, method: str, fits: FitS
     two; for ``svd+ridge`` the ``svd`` half. Returns a
     :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape.
     """
-    from .completers import _blend
+    from .completers import Completion, _blend
 
     def gaussian(covariance):
         return fits.get(source, covariance).conditional(x)
 
     if method == "gaussian-em":
+        if not em_affordable(~np.isnan(source)):  # as complete_gaussian_em: no prediction
+            given = ~np.isnan(x)
+            return Completion(np.where(given, x, np.nan), np.where(given, 0.0, np.nan))
         return gaussian("em")
     if method in ("svd", "svd+ridge"):
         return fits.get(source, "svd").fold_in(x)
