@@ -3,7 +3,7 @@ beside the default as it ships, on the boards of ``held_out_boards.py``.
 
 Usage: python benchmarks/held_out_rules.py RULE [--boards lowrank,merged] [--k-max 5]
        (RULE: no-slope, constant-outside, no-frontier-shift, choose-on-random,
-        no-strength-choice, frontier-fraction-10)
+        no-strength-choice, frontier-fraction-10, no-gaussian-em)
 
 Each rule is switched off by replacing one library function for this
 process only (the shipped code is not changed):
@@ -19,6 +19,9 @@ process only (the shipped code is not changed):
   (:func:`benchsel.prediction.choose_for_new_models`).
 * ``no-strength-choice``: a model far beyond the range gets the choice made
   just beyond it (the ``near`` tails), not on the 30% tails.
+* ``no-gaussian-em``: ``auto`` does not consider ``gaussian-em`` (the plain
+  EM Gaussian beside the shrunk one: on a sparse board it doubles the EM
+  fits ``auto`` makes).
 * ``frontier-fraction-10``: not a rule switched off but a constant moved: a
   new model is shifted when it is in the sources' top 10%, not 3%
   (:data:`benchsel.calibration.FRONTIER_APPLY_FRACTION`).
@@ -45,7 +48,7 @@ LARGE = {"drift_large": dict(n_models=600, n_items=30, rank=3, top_drift=1.5, se
          "heavy_large": dict(n_models=600, n_items=30, rank=3, noise_df=2.5, noise=0.45,
                              seed=9)}
 RULES = ("no-slope", "constant-outside", "no-frontier-shift", "choose-on-random",
-         "no-strength-choice", "frontier-fraction-10")
+         "no-strength-choice", "frontier-fraction-10", "no-gaussian-em")
 
 
 def _factor_without(steps_off: bool, slope_off: bool):
@@ -76,6 +79,8 @@ def switch_off(rule: str) -> None:
 
     if rule in ("no-slope", "constant-outside"):
         conformal.Calibration.factor = _factor_without(rule == "constant-outside", True)
+    elif rule == "no-gaussian-em":
+        choice.AUTO_CANDIDATES = tuple(m for m in choice.AUTO_CANDIDATES if m != "gaussian-em")
     elif rule == "frontier-fraction-10":
         import benchsel.gaussian.model as model
 

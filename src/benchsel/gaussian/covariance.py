@@ -304,6 +304,10 @@ def em_covariance(
     keep = 1.0 - correlation_shrinkage
     m_rows, n = z.shape
     obs = ~np.isnan(z)
+    # Planned before the start and the E-step's blocks are allocated (2000 x 3000
+    # half missing asked for 5.6 GB at once and raised MemoryError halfway through).
+    check_memory(em_memory_bytes(obs), f"EM on {m_rows} x {n} scores",
+                 "use the covariance 'pairwise' (or 'auto', which switches to it)")
     damp = None  # per-entry multipliers of the off-diagonal, when they vary by pair
     if pair_shrinkage > 0:
         counts = obs.T.astype(np.float64) @ obs
@@ -326,10 +330,6 @@ def em_covariance(
             raise ValueError("start must be finite")
         sigma = symmetrize(sigma)
     sigma, _ = psd_project(sigma, floor)
-    # Planned before the E-step's blocks are allocated (2000 x 3000 half missing
-    # asked for 5.6 GB at once and raised MemoryError halfway through).
-    check_memory(em_memory_bytes(obs), f"EM on {m_rows} x {n} scores",
-                 "use the covariance 'pairwise' (or 'auto', which switches to it)")
     plan = EStepPlan.build(obs)
     z_filled = np.where(obs, z, 0.0)
     ridge = 1e-8 * float(np.mean(np.diag(sigma)))
