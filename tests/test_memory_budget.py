@@ -92,3 +92,25 @@ def test_the_default_predictor_fits_a_small_budget_and_says_why_em_cannot(monkey
     import os
 
     assert BUDGET_ENV not in os.environ  # set for the command's run only
+
+
+def test_held_out_completions_are_kept_by_their_hidden_rows_only():
+    from benchsel import load_dataset
+    from benchsel.prediction.cache import CompletionCache
+    from benchsel.prediction.fits import FitStore
+    from benchsel.prediction.holdout import choice_folds
+
+    values = load_dataset("bigcodebench").cleaned().values
+    given = np.zeros(values.shape[1], dtype=bool)
+    given[:2] = True
+    held, hidden = choice_folds(values, given, "random")[0]
+    cache, fits = CompletionCache(), FitStore()
+    for method in ("gaussian", "svd", "gp"):
+        first = cache.held_out(values, held, hidden, method, fits)
+        again = cache.held_out(values, held, hidden, method, fits)
+        np.testing.assert_array_equal(first.mean[hidden], again.mean[hidden])
+        np.testing.assert_array_equal(first.std[hidden], again.std[hidden])
+    kept = list(cache._held.values())
+    rows = int(hidden.any(axis=1).sum())
+    assert len(kept) == 3 and all(k.mean.shape == (rows, values.shape[1]) for k in kept)
+    assert rows < values.shape[0] / 2
