@@ -14,8 +14,8 @@ import os
 import re
 from contextlib import contextmanager
 
-__all__ = ["BUDGET_ENV", "MemoryBudgetError", "budget", "check_memory", "format_bytes",
-           "memory_budget", "parse_size"]
+__all__ = ["BUDGET_ENV", "MemoryBudgetError", "budget", "check_memory", "memory_budget",
+           "parse_size"]
 
 #: The environment variable holding the budget (read at each check).
 BUDGET_ENV = "BENCHSEL_MEMORY_BUDGET"
@@ -78,22 +78,16 @@ def budget(size: int | None):
             os.environ[BUDGET_ENV] = before
 
 
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def check_memory(needed: float, what: str, instead: str) -> None:
     """Raise :class:`MemoryBudgetError` when ``needed`` bytes exceed the budget.
 
     ``what`` names the computation, ``instead`` what the user can do.
     """
-    budget = memory_budget()
-    if needed > budget:
+    from ._json import _size  # here: the command line's parser imports this module
+
+    allowed = memory_budget()
+    if needed > allowed:
         raise MemoryBudgetError(
-            f"{what} would need about {format_bytes(needed)}, over the memory budget of "
-            f"{format_bytes(budget)} ({BUDGET_ENV} or --memory-budget; default half the "
+            f"{what} would need about {_size(int(needed))}, over the memory budget of "
+            f"{_size(allowed)} ({BUDGET_ENV} or --memory-budget; default half the "
             f"machine's memory); {instead}")
