@@ -89,6 +89,7 @@ class _LogReporter:
 
 
 _LOG = _LogReporter()
+
 #: Seconds between two redraws of the terminal line.
 REDRAW_INTERVAL = 0.1
 
