@@ -8,11 +8,12 @@ half's moments, so that a model stronger than the sources is covered too).
 A prediction from observed scores that is less sure than that claims less
 knowledge than knowing nothing: its calibration multiplier was learned
 from models unlike it (a column with five source models made a model look
-"far beyond the range", x11 its standard deviation, an interval of
-[-648, 719] on a 0-100 score). :func:`limit_spread` caps every predicted
-cell's standard deviation at the column's calibrated spread and says which
-cells it capped; the point prediction keeps the method's mean, which knows
-where the model stands, so a model at the frontier keeps its shift.
+"far beyond the range", x11 its standard deviation: a std of 172.7 on a
+0-100 score, and differences of two models' scores of [-648, 719]).
+:func:`limit_spread` caps every predicted cell's standard deviation at the
+column's calibrated spread and says which cells it capped; the point
+prediction keeps the method's mean, which knows where the model stands, so
+a model at the frontier keeps its shift.
 """
 
 from __future__ import annotations
