@@ -3,7 +3,7 @@ beside the default as it ships, on the boards of ``held_out_boards.py``.
 
 Usage: python benchmarks/held_out_rules.py RULE [--boards lowrank,merged] [--k-max 5]
        (RULE: no-slope, constant-outside, no-frontier-shift, choose-on-random,
-        no-strength-choice, frontier-fraction-10, no-gaussian-em)
+        frontier-fraction-10, no-gaussian-em)
 
 Each rule is switched off by replacing one library function for this
 process only (the shipped code is not changed):
@@ -17,8 +17,6 @@ process only (the shipped code is not changed):
 * ``choose-on-random``: ``auto`` chooses its method on random held-out
   models for every new model, inside the range or beyond it
   (:func:`benchsel.prediction.choose_for_new_models`).
-* ``no-strength-choice``: a model far beyond the range gets the choice made
-  just beyond it (the ``near`` tails), not on the 30% tails.
 * ``no-gaussian-em``: ``auto`` does not consider ``gaussian-em`` (the plain
   EM Gaussian beside the shrunk one: on a sparse board it doubles the EM
   fits ``auto`` makes).
@@ -48,7 +46,7 @@ LARGE = {"drift_large": dict(n_models=600, n_items=30, rank=3, top_drift=1.5, se
          "heavy_large": dict(n_models=600, n_items=30, rank=3, noise_df=2.5, noise=0.45,
                              seed=9)}
 RULES = ("no-slope", "constant-outside", "no-frontier-shift", "choose-on-random",
-         "no-strength-choice", "frontier-fraction-10", "no-gaussian-em")
+         "frontier-fraction-10", "no-gaussian-em")
 
 
 def _factor_without(steps_off: bool, slope_off: bool):
@@ -92,21 +90,11 @@ def switch_off(rule: str) -> None:
 
         for module in (model, frontier, calibrator):
             module.measures_frontier = lambda z: False
-    elif rule in ("choose-on-random", "no-strength-choice"):
-        from benchsel.prediction.holdout import near_reach
-
+    elif rule == "choose-on-random":
         shipped = choice.choose_for_new_models
 
         def choose(values, given, excess, **kw):
-            e = np.asarray(excess, dtype=float)
-            if rule == "choose-on-random":
-                return shipped(values, given, np.zeros_like(e), **kw)
-            if (e != 0).any():  # as far out as the near tails reach, no further
-                above, below = near_reach(values, given)
-                tiny = np.finfo(float).tiny
-                e = np.where(e > 0, np.maximum(np.minimum(e, above), tiny),
-                             np.where(e < 0, -np.maximum(np.minimum(-e, below), tiny), 0.0))
-            return shipped(values, given, e, **kw)
+            return shipped(values, given, np.zeros_like(np.asarray(excess, dtype=float)), **kw)
 
         choice.choose_for_new_models = choose
     else:

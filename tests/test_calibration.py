@@ -608,7 +608,7 @@ def test_auto_keeps_its_choice_at_the_frontier_and_adds_that_methods_own_shift()
     moved = np.array([c["frontier_shift"] for c in auto.calibration])
     assert moved[:20].all() and not moved[20:].any()
     chosen = np.array([c["method"] for c in auto.choices])
-    assert all(c["split"] in ("random", "near", "strength") for c in auto.choices)
+    assert all(c["split"] in ("random", "near") for c in auto.choices)
     # By hand: the strongest 10% of the sources predicted from the others, given b0, b1.
     order = np.argsort(model_strength(train.values), kind="stable")
     strong = order[-max(5, len(order) // 10):]

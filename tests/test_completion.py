@@ -265,7 +265,7 @@ def test_auto_calibrates_the_gaussian_only_for_rows_it_predicts():
     assert both.calibration == pred.calibration + single.calibration
 
 
-def test_strength_choice_scores_each_method_on_the_strength_splits():
+def test_near_choice_scores_each_method_on_the_tails():
     from benchsel.matrix import model_strength
     from benchsel.prediction.choice import choose_completer, median_ape
 
@@ -273,15 +273,15 @@ def test_strength_choice_scores_each_method_on_the_strength_splits():
     given = np.zeros(values.shape[1], dtype=bool)
     given[[0, 3]] = True
     methods = ["mean", "gaussian", "ridge"]
-    choice = choose_completer(values, methods=methods, given=given, split="strength")
-    assert choice.split == "strength" and choice.to_dict()["split"] == "strength"
-    # By hand: the other models complete the strongest 30% from their given
-    # cells, then the weakest 30%; MedAPE over both.
+    choice = choose_completer(values, methods=methods, given=given, split="near")
+    assert choice.split == "near" and choice.to_dict()["split"] == "near"
+    # By hand: the other models complete the strongest 10% (at least 5) from their
+    # given cells, then the weakest 10%; MedAPE over both.
     m = len(values)
     order = np.argsort(model_strength(values), kind="stable")
     observed = ~np.isnan(values)
     true, pred = [], {k: [] for k in methods}
-    tail = (3 * m) // 10
+    tail = max(5, m // 10)
     for held in (order[m - tail:], order[:tail]):
         out = np.isin(np.arange(m), held)
         hide = out[:, None] & ~given & observed
@@ -307,68 +307,26 @@ def test_strength_choice_scores_each_method_on_the_strength_splits():
     full = [k for k in methods if choice.coverage[k] >= 99]
     assert choice.method == min(full, key=choice.medape.get)
     with pytest.raises(ValueError, match="needs the given items"):
-        choose_completer(values, split="strength")
+        choose_completer(values, split="near")
+    with pytest.raises(ValueError, match="'random' or 'near'"):
+        choose_completer(values, given=given, split="strength")
 
 
-def test_new_models_beyond_the_range_get_the_choice_of_as_far_out_a_split():
-    """Inside the range: random folds. Beyond it by at most what the strongest and
-    weakest 10% of the sources show over the others (near_reach): the 10% tails;
-    further out: the 30% tails."""
+def test_new_models_beyond_the_range_get_the_choice_of_the_tails():
+    """Inside the range: random folds. Beyond it, however far and on either side:
+    the strongest and weakest 10% (at least 5) predicted from the others."""
     from benchsel.prediction.choice import choose_completer, choose_for_new_models
-    from benchsel.prediction.holdout import near_reach
 
     values = load_dataset("wildbench").values
     given = np.zeros(values.shape[1], dtype=bool)
     given[:3] = True
-    above, below = near_reach(values, given)
-    assert above > 0 and below > 0
-    picked = choose_for_new_models(values, given, [0.0, above, np.nextafter(above, 99), 0.0,
-                                                   -below, -np.nextafter(below, 99)])
-    assert [c.split for c in picked] == ["random", "near", "strength", "random", "near",
-                                         "strength"]
+    picked = choose_for_new_models(values, given, [0.0, 1e-9, 40.0, -1e-9, -40.0])
+    assert [c.split for c in picked] == ["random", "near", "near", "near", "near"]
     assert picked[0] == choose_completer(values, given=given)
-    assert picked[1] == choose_completer(values, given=given, split="near")
-    assert picked[2] == choose_completer(values, given=given, split="strength")
-    # Too few models for either tail: the random folds' choice for all.
+    assert picked[2] == choose_completer(values, given=given, split="near")
+    # Too few models for the tails: the random folds' choice for all.
     small = choose_for_new_models(values[:8], given, [1e-9, 0.0, 5.0])
     assert [c.split for c in small] == ["random", "random", "random"]
-
-
-def test_near_reach_is_the_farthest_tail_model_beyond_the_others():
-    """By hand with range_excess: each model of the strongest and weakest 10% (at
-    least 5) against all the other models, on the given items, standardized as the
-    sources are for a new model's excess."""
-    from benchsel.calibration import range_excess
-    from benchsel.matrix import Standardizer, model_strength
-    from benchsel.prediction.holdout import near_reach
-
-    values = load_dataset("bigcodebench").cleaned().values
-    given = np.zeros(values.shape[1], dtype=bool)
-    given[[1, 4]] = True
-    z = Standardizer.fit(values).transform(values)[:, given]
-    order = np.argsort(model_strength(values), kind="stable")
-    tail = len(values) // 10
-    best = []
-    for held, side in ((order[-tail:], 1.0), (order[:tail], -1.0)):
-        rest = np.setdiff1d(np.arange(len(values)), held)
-        best.append(max(0.0, *(side * float(range_excess(z[rest], z[[r]], signed=True)[0])
-                               for r in held)))
-    assert near_reach(values, given) == pytest.approx(tuple(best), rel=1e-12)
-
-
-def test_near_reach_counts_a_tail_model_only_on_its_own_side():
-    """The strongest model lies *below* every other on the one given item (it is
-    strongest on the rest): it reaches nothing above them. Unsigned, it read as 27
-    standard deviations above, and sent models far above to the near tails' choice."""
-    from benchsel.prediction.holdout import near_reach
-
-    m, n = 20, 12
-    values = np.tile(np.linspace(-1, 1, m)[:, None], (1, n))
-    values[:, 0] = 0.5 + 0.01 * np.sin(np.arange(m))
-    values[-1, 0] = 0.3
-    given = np.zeros(n, dtype=bool)
-    given[0] = True
-    assert near_reach(values, given) == (0.0, 0.0)
 
 
 def test_predict_auto_chooses_by_regime_and_says_so(capsys):
@@ -383,7 +341,7 @@ def test_predict_auto_chooses_by_regime_and_says_so(capsys):
     new = ScoreMatrix(np.vstack([inside, top + 1, top + 40]), models=["mid", "top", "far"],
                       items=list(names))
     pred = model.predict(new, method="auto")
-    assert [c["split"] for c in pred.choices] == ["random", "near", "strength"]
+    assert [c["split"] for c in pred.choices] == ["random", "near", "near"]
     assert [c["regime"] for c in pred.calibration] == ["inside", "outside", "outside"]
     # Each row is what predicting it alone with its regime's method gives.
     for i, choice in enumerate(pred.choices):

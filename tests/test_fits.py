@@ -79,7 +79,7 @@ def test_choice_folds_hold_out_the_same_models_whatever_is_given():
     one, two = np.zeros(values.shape[1], bool), np.zeros(values.shape[1], bool)
     one[[0, 3]] = True
     two[[1, 2, 5]] = True
-    for split in ("random", "near", "strength"):
+    for split in ("random", "near"):
         a, b = choice_folds(values, one, split), choice_folds(values, two, split)
         assert len(a) == len(b) > 0
         for (held_a, hidden_a), (held_b, hidden_b) in zip(a, b):

@@ -339,7 +339,7 @@ def test_a_plan_keeps_autos_decisions_and_predicts_as_a_fresh_fit(tmp_path):
         for part in ("mean", "std", "low", "high"):
             np.testing.assert_allclose(getattr(got, part), getattr(want, part), rtol=1e-12)
     assert [loaded.predict(x).choices[0]["split"] for x in (typical, beyond, far)] == [
-        "random", "near", "strength"]
+        "random", "near", "near"]
     assert len(model.auto_memo) == decided
     # The rebuild check and the Gaussian's calibration came from the plan too: no
     # calibration split was refitted (155 sources are too few for a frontier shift).
@@ -370,6 +370,26 @@ def test_a_damaged_auto_entry_is_named_by_its_json_path(tmp_path):
     path.write_text(json.dumps(obj))
     with pytest.raises(ValueError, match=r"plan\.json: benchmarks\.auto\.choices\[0\]\.method: "
                                          "'magic' is not a completion method"):
+        benchsel.load_plan(path)
+
+
+def test_a_plan_written_with_the_former_far_choice_still_reads(tmp_path):
+    """Plans written before RULES 8 hold a choice on the 30% tails ("strength") that
+    nothing chooses on now: it is skipped, and the plan predicts as a fresh one."""
+    plan = benchsel.plan_benchmarks("helm_lite", k=2)
+    obj = plan.to_json()
+    choices = obj["benchmarks"]["auto"]["choices"]
+    former = dict(choices[-1], split="strength", method="mean")
+    choices.append(former)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(obj))
+    loaded = benchsel.load_plan(path)
+    far = {name: 1.0 for name in plan.run_in_full}
+    got = loaded.predict(far)
+    assert got.choices[0]["split"] == "near" and got.choices[0] == plan.predict(far).choices[0]
+    former["split"] = "farther"
+    path.write_text(json.dumps(obj))
+    with pytest.raises(ValueError, match=r"split"):
         benchsel.load_plan(path)
 
 

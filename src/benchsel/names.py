@@ -24,6 +24,13 @@ SCORINGS = ("default", "paper")
 #: Completion methods (:data:`benchsel.prediction.COMPLETERS`).
 COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
                       "gaussian+svd", "gp", "auto")
+#: The held-out models ``auto`` chooses its method on (:mod:`benchsel.prediction.choice`):
+#: random ones, for a new model inside the sources' range; the strongest and weakest
+#: 10%, for one beyond it.
+CHOICE_SPLITS = ("random", "near")
+#: Splits of choices that plans written before may hold (30% tails, for a new model
+#: far beyond the range): no model is chosen for on them now, so they are skipped.
+FORMER_CHOICE_SPLITS = ("strength",)
 #: The benchmark-level predictor of ``predict``, ``Plan.predict`` and
 #: ``GaussianModel.predict``: one default for the library and the CLI.
 DEFAULT_PREDICTOR = "auto"

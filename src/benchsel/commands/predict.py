@@ -53,10 +53,8 @@ def cmd_predict(args) -> int:
         if pred.choices:
             choice = pred.choices[i]
             margin = choice["margin"]
-            held = {"strength": "cells of the strongest and weakest 30% of the source models, "
-                                "as this model lies far beyond the others' range",
-                    "near": "cells of the strongest and weakest 10% of the source models, as "
-                            "this model lies just beyond the others' range"}.get(
+            held = {"near": "cells of the strongest and weakest 10% of the source models, as "
+                            "this model lies beyond the others' range"}.get(
                 choice.get("split"), "held-out source cells")
             if choice.get("split") == "none":
                 head += (f"\n  method: {choice['method']} (auto: no observed score to choose "

@@ -459,7 +459,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
             return "/".join(dict.fromkeys(methods))
 
         inner = names(c["method"] for c in p.choices if c.get("split") == "random")
-        outer = names(c["method"] for c in p.choices if c.get("split") in ("near", "strength"))
+        outer = names(c["method"] for c in p.choices if c.get("split") == "near")
         if inner and outer and inner != outer:
             label = f"{inner} (outside: {outer})"
         else:

@@ -782,8 +782,8 @@ class GaussianModel:
     def prepare_auto(self, given: Sequence[str]) -> None:
         """Make ``auto``'s decisions for new models run on ``given`` now, once.
 
-        Chooses the method for a new model inside the training models' range,
-        for one just beyond it and for one far beyond it, and collects each
+        Chooses the method for a new model inside the training models' range
+        and for one beyond it, and collects each
         winner's held-out residuals (its calibration), its frontier shift
         where the training models measure one
         (:func:`~benchsel.prediction.frontier.completion_frontier_shift`) and
@@ -810,10 +810,9 @@ class GaussianModel:
             return
         x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
         cache = CompletionCache()
-        # One new model inside the range, one just beyond it, one far beyond.
-        choices = choose_for_new_models(self.scores_.values, pattern,
-                                        [0.0, np.finfo(float).tiny, np.inf], cache=cache,
-                                        memo=self.auto_memo)
+        # One new model inside the range, one beyond it.
+        choices = choose_for_new_models(self.scores_.values, pattern, [0.0, np.inf],
+                                        cache=cache, memo=self.auto_memo)
         for method in dict.fromkeys(c.method for c in choices):
             if method != "gaussian":
                 calibrate_completion(self, x, method, 0.9, cache)

@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .._json import FileText
-from ..names import CALIBRATIONS, CORESET_METHODS, COVARIANCE_METHODS, OBJECTIVES, TRANSFORMS
+from ..names import (
+    CALIBRATIONS,
+    CHOICE_SPLITS,
+    CORESET_METHODS,
+    COVARIANCE_METHODS,
+    FORMER_CHOICE_SPLITS,
+    OBJECTIVES,
+    TRANSFORMS,
+)
 
 __all__ = ["LEVELS", "MAX_DECODED_BYTES", "DecodeBudget", "validate_plan"]
 
@@ -297,7 +305,8 @@ _COMPLETER = text()  # checked against the registry by AutoMemo.from_json
 _FIGURES = mapping(_NUMBER_OR_NULL, max_len=100)
 AUTO = Record(optional={
     "choices": items(Record({
-        "given": items(text(), min_len=1), "split": text(choices=("random", "near", "strength")),
+        "given": items(text(), min_len=1),
+        "split": text(choices=(*CHOICE_SPLITS, *FORMER_CHOICE_SPLITS)),
         "method": _COMPLETER, "fallbacks": items(_COMPLETER, max_len=100),
         "cells": whole(0, _MAX_SIZE), "medape": _FIGURES, "coverage": _FIGURES},
         {"margin": _NUMBER_OR_NULL}), max_len=10_000),

@@ -17,7 +17,7 @@ from ..progress import report as _report
 from .cache import CompletionCache
 from .completers import COMPLETERS, Completion
 from .fits import INDUCTIVE, FitStore
-from .holdout import _auto_masks, choice_folds, near_reach
+from .holdout import _auto_masks, choice_folds
 
 __all__ = [
     "AUTO_CANDIDATES",
@@ -75,10 +75,9 @@ class MethodChoice:
         What the held-out models were: ``"random"`` (random models, as a
         new model inside the source models' range), ``"near"`` (the
         strongest 10%, then the weakest 10%, at least 5 each, predicted from
-        the other models: as a new model just beyond the range) or
-        ``"strength"`` (the same with 30%: as one far beyond it), or
-        ``"none"`` for a new
-        model with no score (it gets ``mean``: :func:`complete_new_rows`).
+        the other models: as a new model beyond the range), or ``"none"``
+        for a new model with no score (it gets ``mean``:
+        :func:`complete_new_rows`).
     """
 
     method: str
@@ -131,21 +130,17 @@ def choose_completer(
     instead, as before, the held-out models' given scores took part in the
     fit: a third of the models, where a new model is one row.)
 
-    ``split="strength"`` (with ``given``) holds out the strongest 30% of the
-    models, predicted from the other 70%, and then the weakest 30%: the
-    choice for a new model far beyond the source models' range;
-    ``split="near"`` holds out 10% (at least 5), as the frontier split does:
-    the choice for one just beyond it, where a new checkpoint usually is
-    (on MTEB's frontier, choosing there on 30% tails picked ``gaussian-em``,
-    0.03-0.05 R² behind ``gp``; docs/experiments/reproduction.md, "Which
-    method beyond the sources' range"). Methods rank
+    ``split="near"`` (with ``given``) holds out the strongest 10% of the
+    models (at least 5), predicted from the others, and then the weakest
+    10%, as the frontier split does: the choice for a new model beyond the
+    source models' range, where a new checkpoint usually is. Methods rank
     differently there: under the extrapolation protocol, choosing for the
     strong new models on random folds lost R^2 to the Gaussian on MERGED
-    (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench, and choosing
-    on these splits did not (docs/experiments/reproduction.md). The calibration's
-    strength splits (:func:`completion_residuals`) fit on half the models
-    only; chosen on those, the winners on MERGED were worse methods for a
-    fit on the whole source.
+    (0.21 against 0.47 at k = 2), HELM Lite and BigCodeBench
+    (docs/experiments/reproduction.md). A second choice on 30% tails for
+    models far beyond the range was removed: on boards no rule was tuned on
+    it did not earn its place (docs/intervals.md, "Which rules earn their
+    place").
 
     Parameters
     ----------
@@ -159,7 +154,7 @@ def choose_completer(
     cache : CompletionCache, optional
         Shared with the calls that calibrate and complete with the winner,
         so that what they repeat is computed once.
-    split : {"random", "near", "strength"}, default "random"
+    split : {"random", "near"}, default "random"
     fits : FitStore, optional
         The fits made before on this board, where new ones are kept too.
 
@@ -174,8 +169,8 @@ def choose_completer(
     for m in methods:
         if m not in COMPLETERS:
             raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
-    if split not in ("random", "near", "strength"):
-        raise ValueError(f"split must be 'random', 'near' or 'strength'; got {split!r}")
+    if split not in ("random", "near"):
+        raise ValueError(f"split must be 'random' or 'near'; got {split!r}")
     if split != "random" and given is None:
         raise ValueError(f"split={split!r} needs the given items")
     if given is None:
@@ -190,8 +185,7 @@ def choose_completer(
     cache = cache or CompletionCache()
     fits = FitStore() if fits is None else fits
     stage = {"random": "choosing the predictor",
-             "near": "choosing the predictor just beyond the sources' range",
-             "strength": "choosing the predictor far beyond the sources' range"}[split]
+             "near": "choosing the predictor beyond the sources' range"}[split]
     total, done = len(parts) * len(methods), 0
     for held, mask in parts:
         for m in methods:
@@ -252,18 +246,13 @@ def choose_for_new_models(
     ``excess`` (one per new model) is how far it lies beyond the source
     models' strength range (:func:`~benchsel.calibration.regime_excess`; 0
     inside), negative for a model below the range. Models inside get the
-    choice of random held-out models; those beyond it by at most
-    :func:`~benchsel.prediction.holdout.near_reach` on their side (as far
-    as the strongest 10% of the sources lie above the others, or the
-    weakest 10% below) the choice of the ``near`` tails, those further out that of the
-    30% tails (``strength``; :func:`choose_completer`). Each is computed only
-    if some model needs it, and a split with too few models defers to the
-    next wider one, then to random folds. With ``memo`` (an
+    choice of random held-out models, those beyond it that of the ``near``
+    tails (:func:`choose_completer`). Each is computed only if some model
+    needs it, and tails with too few models defer to random folds. With ``memo`` (an
     :class:`~benchsel.prediction.memo.AutoMemo` of ``values``) a choice made
     before is taken from it, and a new one kept in it.
     """
     excess = np.asarray(excess, dtype=float)
-    outside = excess != 0
     cache = cache or CompletionCache()
     made: dict[str, MethodChoice] = {}
 
@@ -275,23 +264,10 @@ def choose_for_new_models(
             made[split] = run() if memo is None else memo.choice(given, split, run)
         return made[split]
 
-    def first_with_cells(*splits: str) -> MethodChoice:
-        """The first of ``splits`` with held-out cells; the last one whatever it has."""
-        for split in splits[:-1]:
-            if choose(split).cells:
-                return choose(split)
-        return choose(splits[-1])
+    def beyond() -> MethodChoice:
+        return choose("near") if choose("near").cells else choose("random")
 
-    above, below = near_reach(values, given) if outside.any() else (0.0, 0.0)
-    out = []
-    for e in excess:
-        if e == 0:
-            out.append(choose("random"))
-        elif (e <= above) if e > 0 else (-e <= below):
-            out.append(first_with_cells("near", "strength", "random"))
-        else:
-            out.append(first_with_cells("strength", "random"))
-    return out
+    return [choose("random") if e == 0 else beyond() for e in excess]
 
 
 def complete_auto(

@@ -25,18 +25,16 @@ NEAR_TAIL = 0.1
 NEAR_TAIL_MIN = 5
 
 
-def _tails(values: np.ndarray, given: np.ndarray, tail: int | None = None) -> tuple:
-    """Models by strength, and the strongest and weakest ``tail`` of them that can hide cells.
+def _tails(values: np.ndarray, given: np.ndarray) -> tuple:
+    """Models by strength, and the strongest and weakest 30% of them that can hide cells.
 
-    ``tail`` defaults to 30% of the models. Returns ``(order, strongest,
-    weakest)``: all models, weakest first, and the two tails restricted to
-    :func:`_usable_rows`.
+    Returns ``(order, strongest, weakest)``: all models, weakest first, and
+    the two tails restricted to :func:`_usable_rows`.
     """
     usable = np.zeros(values.shape[0], dtype=bool)
     usable[_usable_rows(~np.isnan(values), given)] = True
     order = np.argsort(model_strength(values), kind="stable")
-    if tail is None:
-        tail = _far_tail(values.shape[0])
+    tail = _far_tail(values.shape[0])
     strongest, weakest = order[values.shape[0] - tail:], order[:tail]
     return order, strongest[usable[strongest]], weakest[usable[weakest]]
 
@@ -71,37 +69,8 @@ def _near_tail(n_models: int) -> int:
 
 
 def _far_tail(n_models: int) -> int:
-    """Models in each tail of the strength splits and the ``strength`` choice: 30%."""
+    """Models in each tail of the calibration's strength splits: 30%."""
     return (3 * n_models) // 10
-
-
-def near_reach(values: np.ndarray, given: np.ndarray) -> tuple[float, float]:
-    """How far above and below the others the ``near`` tails' models lie, given ``given``.
-
-    The largest :func:`~benchsel.calibration.range_excess` of a model of
-    the strongest 10% (at least 5) over the other models, and of one of
-    the weakest 10% below them, on the ``given`` items, standardized as
-    :class:`~benchsel.gaussian.extrapolation.TrainingRange` standardizes
-    the sources (so that each compares with a new model's
-    :func:`~benchsel.calibration.regime_excess` on its side). A new model
-    beyond the sources by at most this is chosen for on the ``near`` tails;
-    one further out on the 30% tails. ``(0, 0)`` with too few models.
-    """
-    from ..calibration import range_excess
-    from ..matrix import Standardizer
-
-    if values.shape[0] < MIN_MODELS:
-        return 0.0, 0.0
-    z = Standardizer.fit(values).transform(values)[:, np.asarray(given, dtype=bool)]
-    _, strongest, weakest = _tails(values, given, _near_tail(values.shape[0]))
-    reach = []
-    # Signed: a model of the strongest tail that lies *below* the others on the given
-    # items (it is strongest on the rest) reaches nothing above them.
-    for held, side in ((strongest, 1.0), (weakest, -1.0)):
-        rest = np.setdiff1d(np.arange(values.shape[0]), held)
-        excess = side * range_excess(z[rest], z[held], signed=True)
-        reach.append(float(np.max(excess, initial=0.0)) if held.size else 0.0)
-    return reach[0], reach[1]
 
 
 def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int = 3,
@@ -109,9 +78,9 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
     """The held-out models of :func:`~benchsel.prediction.choose_completer`, and their hidden cells.
 
     Which models a fold holds out does not depend on ``given``: ``random``
-    splits every model into ``folds`` parts, ``near`` and ``strength`` hold
-    out the strongest and then the weakest 10% (at least 5) or 30% of the
-    models by their strength over all their scores. So a method fitted on
+    splits every model into ``folds`` parts, ``near`` holds out the
+    strongest and then the weakest 10% (at least 5) of the models by their
+    strength over all their scores. So a method fitted on
     the models a fold keeps is fitted on the same rows whatever the new
     model was run on (:class:`~benchsel.prediction.fits.FitStore` keeps it).
     The hidden cells are those of the held-out models that can play the
@@ -124,7 +93,7 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
         ``held``, boolean of shape (M,); ``hidden``, boolean of the shape of
         ``values``. [] when too few models can hide cells: fewer than
         ``folds`` for ``random``, fewer than
-        :data:`~benchsel.calibration.MIN_MODELS` models for the others.
+        :data:`~benchsel.calibration.MIN_MODELS` models for ``near``.
     """
     n_models = values.shape[0]
     observed = ~np.isnan(values)
@@ -138,7 +107,7 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
         if n_models < MIN_MODELS:
             return []
         order = np.argsort(model_strength(values), kind="stable")
-        tail = _near_tail(n_models) if split == "near" else _far_tail(n_models)
+        tail = _near_tail(n_models)
         parts = [order[n_models - tail:], order[:tail]]
     out = []
     for part in parts:

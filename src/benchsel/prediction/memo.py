@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..names import CHOICE_SPLITS, FORMER_CHOICE_SPLITS
+
 __all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_cached",
            "save_cached"]
 
@@ -40,10 +42,8 @@ GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 #: :mod:`.residuals` or a fit of :mod:`.fits` would decide differently, so that
 #: cache files made by the old rules are not read (and rebuild the shipped
 #: fits: ``python scripts/build_fits.py``).
-RULES = 7
+RULES = 8
 
-#: The splits a kept choice was made on (:class:`~benchsel.prediction.MethodChoice`).
-CHOICE_SPLITS = ("random", "near", "strength")
 
 #: What a held-out calibration keeps: residuals, the method's own std, regime excess.
 Residuals = tuple  # (residual, std, excess), three 1-D arrays of one length
@@ -144,6 +144,8 @@ class AutoMemo:
         for i, entry in enumerate(_entries(obj, "choices", where)):
             at = f"{where}.choices[{i}]"
             split = entry.get("split")
+            if split in FORMER_CHOICE_SPLITS:
+                continue
             if split not in CHOICE_SPLITS:
                 raise ValueError(f"{at}.split: {split!r}; expected one of "
                                  f"{', '.join(map(repr, CHOICE_SPLITS))}")

@@ -37,8 +37,8 @@ INDEX = "index.json"
 def board_fits(model) -> FitStore:
     """Every fit ``auto`` may make on a fitted model's training matrix.
 
-    The choice's folds for a new model inside the sources' range, just
-    beyond it and far beyond it; the calibration's strength splits and the
+    The choice's folds for a new model inside the sources' range and
+    beyond it; the calibration's strength splits and the
     fit on the whole matrix, for every method of
     :data:`~benchsel.prediction.fits.INDUCTIVE`. They do not depend on the
     benchmarks given (one is given here), so this is every fit any
@@ -52,7 +52,7 @@ def board_fits(model) -> FitStore:
     store = model.auto_memo.fits
     given = np.zeros(values.shape[1], dtype=bool)
     given[0] = True
-    for split in ("random", "near", "strength"):
+    for split in ("random", "near"):
         choose_completer(values, given=given, split=split, fits=store)
     row = np.where(given, np.nanmean(values, axis=0), np.nan)[None, :]
     for method in INDUCTIVE:
