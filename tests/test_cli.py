@@ -463,12 +463,12 @@ def test_a_warning_repeated_by_every_fit_prints_once(capsys, monkeypatch):
     from benchsel.gaussian import covariance
 
     # Every fit of the extrapolation protocol (its own and five calibration
-    # splits, each in a catch_warnings block) now leaves EM for pairwise.
+    # splits, each in a catch_warnings block) now leaves EM for the factor model.
     monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1e3)
     assert main(["evaluate", "merged", "--protocol", "extrapolation", "--k-max", "2",
                  "--objectives", "mi", "--predictor", "gaussian"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines()
-             if "using the pairwise covariance instead" in line]
+             if "using the factor model instead" in line]
     # One line per distinct message (the fits differ only in how many
     # items vary among their models), not one per fit.
     assert 1 <= len(lines) <= 2 and len(set(lines)) == len(lines), lines

@@ -224,20 +224,22 @@ def test_em_iteration_flops_counts_the_smaller_side_of_each_pattern():
     assert em_iteration_flops(observed) == expected
 
 
-def test_auto_leaves_em_for_pairwise_where_em_would_take_hours(monkeypatch):
+def test_auto_leaves_em_for_the_factor_model_where_em_would_take_hours(monkeypatch):
     from benchsel import DataWarning, load_dataset
     from benchsel.gaussian import covariance
+    from benchsel.gaussian.factor import factor_covariance
 
     values = load_dataset("merged").values
     z = Standardizer.fit(values).transform(values)
     flops = covariance.em_iteration_flops(~np.isnan(z))
     assert 1e6 < flops < covariance.EM_MAX_FLOPS  # MERGED itself stays on EM
     monkeypatch.setattr(covariance, "EM_MAX_FLOPS", flops / 2)
-    with pytest.warns(DataWarning, match=r"EM on these 114 items would cost over .*pairwise"):
+    with pytest.warns(DataWarning, match=r"EM on these 114 items would cost over .*factor"):
         est = estimate_covariance(z, "auto")
-    assert est.method == "pairwise"
-    ref = pairwise_covariance(z)
-    np.testing.assert_array_equal(est.covariance, ref.covariance)
+    assert est.method == "factor"
+    ref = factor_covariance(z)
+    assert est.rank == ref.rank
+    np.testing.assert_array_equal(est.factors.loadings, ref.factors.loadings)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)  # asked for by name: no fallback
         assert estimate_covariance(z, "em-shrink", max_iter=3).method == "em-shrink"

@@ -56,7 +56,7 @@ def test_over_the_budget_auto_switches_and_an_explicit_em_refuses(monkeypatch):
     z = _board(200, 300, 0.5)
     monkeypatch.setenv(BUDGET_ENV, "50M")
     with pytest.warns(DataWarning, match="more memory than the budget"):
-        assert estimate_covariance(z, "auto").method == "pairwise"
+        assert estimate_covariance(z, "auto").method == "factor"
     with pytest.raises(MemoryBudgetError, match=r"EM on 200 x 300 scores would need about .* "
                                                 r"over the memory budget of 50.0 MiB"):
         em_covariance(z)

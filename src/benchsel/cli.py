@@ -57,8 +57,10 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
         return
     p.add_argument("--covariance", choices=COVARIANCE_METHODS, default="auto",
                    help="covariance estimator: em (the paper's EM), em-shrink (EM with "
-                   "correlation shrinkage), pairwise; default auto = pairwise if the matrix "
-                   "is complete, else em-shrink")
+                   "correlation shrinkage), pairwise, factor (a few factors plus each "
+                   "benchmark's noise, for thousands of benchmarks), paper (the published "
+                   "code's choices); default auto = pairwise if the matrix is complete, else "
+                   "em-shrink, or factor where EM would take hours or too much memory")
     if transform:  # budget, audit and discover work on the score scale: no transform
         p.add_argument("--transform", choices=TRANSFORMS, default="none",
                        help="per-column transform before modelling: logit of score / training "
@@ -145,7 +147,7 @@ def _add_output(p: argparse.ArgumentParser) -> None:
 _QUIET = "nothing on stderr but errors: no progress lines, no warnings"
 _MEMORY_BUDGET = ("the most memory a computation may plan to take, e.g. 4G or 500M (default: "
                   "$BENCHSEL_MEMORY_BUDGET, else half the machine's memory); above it a "
-                  "method switches (EM to the pairwise covariance) or stops with a message")
+                  "method switches (EM to the factor model) or stops with a message")
 
 
 class _Renamed(argparse.Action):
@@ -653,12 +655,16 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _WarningPrinter()
         args = parser.parse_args(argv)  # inside: an old flag's warning is printed as ours
         args.argv = argv  # recorded in plans
+        # The library is imported only now that there is a command to run (apart from the
+        # handlers below, which need it: a broken install's ImportError is its own message).
         try:
-            # The library is imported only now that there is a command to run.
             import numpy as np
 
             from . import commands
-
+        except KeyboardInterrupt:
+            print("benchsel: interrupted", file=sys.stderr)
+            return 130
+        try:
             run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
             commands.check_outputs(args)  # a target that cannot be written: before any work
             with budget(args.memory_budget):

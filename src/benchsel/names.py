@@ -10,7 +10,7 @@ question-level methods) list exactly these.
 #: Input file formats (``--input-format``).
 INPUT_FORMATS = ("wide", "long", "npz", "parquet")
 #: Covariance estimators (:mod:`benchsel.gaussian.covariance`).
-COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "paper")
+COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "factor", "paper")
 #: Per-column transforms (:mod:`benchsel.transforms`).
 TRANSFORMS = ("none", "logit")
 #: Interval calibration of :class:`~benchsel.gaussian.GaussianModel`.

@@ -30,7 +30,12 @@ import warnings
 import numpy as np
 
 from ..gaussian.conditional import conditional_moments
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..gaussian.covariance import (
+    ConvergenceWarning,
+    estimate_covariance,
+    fit_standardizer,
+    working_covariance,
+)
 from ..progress import report
 from ..splits import frontier_split
 from .conformal import MIN_CELLS, Calibration, fit_calibration
@@ -104,7 +109,7 @@ class GaussianCalibrator:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est = estimate_covariance(train, covariance, **options)
-        return cols, train, held, est.mean, est.covariance
+        return cols, train, held, est.mean, working_covariance(est)
 
     def frontier_shift(self, given) -> np.ndarray:
         """Per item, the conditional mean's bias on the strongest source models, in SDs.

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from .._linalg import cholesky
+from .._lowrank import FactorCovariance
 from .._patterns import unique_rows
 
 __all__ = ["conditional_moments"]
@@ -25,7 +26,10 @@ def conditional_moments(
     x : ndarray of shape (R, N)
         Rows with NaN where a value is unobserved.
     mean : ndarray of shape (N,)
-    sigma : ndarray of shape (N, N)
+    sigma : ndarray of shape (N, N) or FactorCovariance
+        A factor covariance is conditioned on through its factors
+        (:func:`_factor_moments`, ``O(R N r^2)``), except with noisy cells,
+        which need the dense matrix (formed if it fits the memory budget).
     ridge : float, default 0
         Added to the diagonal of each observed block before solving (the
         cross-validation protocol of Smola 2026, Sec. 5.1, uses 1e-2).
@@ -47,10 +51,32 @@ def conditional_moments(
     """
     x = np.asarray(x, dtype=np.float64)
     obs = ~np.isnan(x)
-    if noise is not None and np.any(np.asarray(noise)[obs] > 0):
+    noisy = noise is not None and np.any(np.asarray(noise)[obs] > 0)
+    if isinstance(sigma, FactorCovariance):
+        if not noisy:
+            return _factor_moments(x, obs, mean, sigma, ridge)
+        sigma = sigma.dense("the covariance to condition noisy scores on")
+    if noisy:
         return _noisy_moments(x, mean, sigma, ridge, np.where(obs, noise, 0.0))
     patterns, inverse = unique_rows(obs)
     return _batched_moments(x, obs, patterns, inverse, mean, sigma, ridge)
+
+
+def _factor_moments(x, obs, mean, sigma: FactorCovariance, ridge):
+    """:func:`conditional_moments` through the factors: per row, the factors' posterior
+    given its observed cells (an ``r x r`` system; the ridge adds to their noise), then
+    every other cell's mean and variance from it."""
+    w, psi = sigma.loadings, sigma.noise
+    r = w.shape[1]
+    inv_noise = obs / (psi + ridge)  # 0 where unobserved
+    centred = np.where(obs, x - mean, 0.0)
+    outer = (w[:, :, None] * w[:, None, :]).reshape(-1, r * r)
+    precision = (inv_noise @ outer).reshape(-1, r, r) + np.eye(r)
+    cov_f = np.linalg.inv(precision)
+    f = np.einsum("ijk,ik->ij", cov_f, (centred * inv_noise) @ w)
+    mu = np.where(obs, x, mean + f @ w.T)
+    var = np.einsum("jk,ikl,jl->ij", w, cov_f, w) + psi
+    return mu, np.where(obs, 0.0, np.maximum(var, 0.0))
 
 
 def _batched_moments(x, obs, patterns, inverse, mean, sigma, ridge):

@@ -18,10 +18,19 @@ standardized units, plus how they were obtained.
   drifting to spurious near-perfect correlations. In 10-fold CV it matches
   ``em`` on MTEB and lifts MI's R^2 at k = 5 on MERGED from 0.26 to 0.57
   (seed 0; 0.33 to 0.60 averaged over 3 seeds; docs/experiments/reproduction.md).
+* ``factor`` -- a few factors plus a diagonal, fitted by EM in
+  ``O(M N r^2)`` per iteration with the rank chosen on held-out cells
+  (:mod:`.factor`): for boards of thousands of benchmarks.
 * ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
   ``em-shrink``, unless one EM iteration would cost more than
   :data:`EM_MAX_FLOPS` (a board of thousands of benchmarks with a few
-  hundred models): then pairwise, with a :class:`~benchsel.matrix.DataWarning`.
+  hundred models) or more memory than the budget: then ``factor``, with a
+  :class:`~benchsel.matrix.DataWarning`. (The pairwise covariance was the
+  fallback before; on a generated 300-model board with five factors and
+  half its cells missing, its ten MI picks left 0.33 / 0.31 / 0.31 of the
+  true variance at 1,000 / 2,000 / 3,000 benchmarks, while claiming
+  0.89-0.98; the factor model's left 0.29 and claimed 0.35-0.41:
+  ``benchmarks/factor_model.py``.)
 * ``paper`` -- the choices of the paper's published code
   (``smolix/benchmark-selection``, ``code/eval_entropy_vs_mi.py`` and
   ``code/em_cov.py``), which differ from the text in places: pairwise when at
@@ -65,6 +74,7 @@ __all__ = [
     "COVARIANCE_METHODS",
     "EM_MAX_FLOPS",
     "em_iteration_flops",
+    "working_covariance",
 ]
 
 COVARIANCE_METHODS = names.COVARIANCE_METHODS
@@ -307,7 +317,7 @@ def em_covariance(
     # Planned before the start and the E-step's blocks are allocated (2000 x 3000
     # half missing asked for 5.6 GB at once and raised MemoryError halfway through).
     check_memory(em_memory_bytes(obs), f"EM on {m_rows} x {n} scores",
-                 "use the covariance 'pairwise' (or 'auto', which switches to it)")
+                 "use the covariance 'factor' (or 'auto', which switches to it)")
     damp = None  # per-entry multipliers of the off-diagonal, when they vary by pair
     if pair_shrinkage > 0:
         counts = obs.T.astype(np.float64) @ obs
@@ -572,6 +582,32 @@ def em_iteration_flops(observed) -> float:
     return float(np.sum(side**3) + np.sum(side[inverse] ** 2) + 3.0 * float(n) ** 3)
 
 
+def working_covariance(est):
+    """What to condition and select on: a factor estimate's factors (nothing ``N x N``;
+    :class:`~benchsel._lowrank.FactorCovariance`), else the dense covariance."""
+    return getattr(est, "factors", None) or est.covariance
+
+
+def _auto_method(observed: np.ndarray) -> str:
+    """What ``auto`` resolves to on this missingness (see the module docstring)."""
+    n = observed.shape[1]
+    if observed.all():
+        return "pairwise"
+    if em_iteration_flops(observed) > EM_MAX_FLOPS:
+        why = (f"EM on these {n} items would cost over {EM_MAX_FLOPS:.0e} flops per "
+               "iteration, hours for a protocol's fits")
+    elif em_memory_bytes(observed) > memory_budget():
+        why = (f"EM on these {n} items would need more memory than the budget ({BUDGET_ENV} "
+               "or --memory-budget)")
+    else:
+        return "em-shrink"
+    # No per-fit figures in the text: a protocol's fits then warn once.
+    warnings.warn(f"{why}; using the factor model instead (a few factors plus each "
+                  "benchmark's own noise, its rank chosen on held-out cells; ask for "
+                  "covariance 'em-shrink' to insist)", DataWarning, stacklevel=3)
+    return "factor"
+
+
 def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimate:
     """Dispatch to an estimator by name (see the module docstring).
 
@@ -588,28 +624,14 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
         return CovarianceEstimate(mean=np.zeros(0), covariance=np.zeros((0, 0)),
                                   method="pairwise" if method == "auto" else method)
     if method == "auto":
-        observed = ~np.isnan(z)
-        method = "pairwise" if observed.all() else "em-shrink"
-        if method == "em-shrink" and em_iteration_flops(observed) > EM_MAX_FLOPS:
-            # No per-fit figures in the text: a protocol's fits then warn once.
-            warnings.warn(
-                f"EM on these {z.shape[1]} items would cost over {EM_MAX_FLOPS:.0e} flops "
-                "per iteration, hours for a protocol's fits; using the pairwise "
-                "covariance instead (ask for covariance 'em-shrink' to insist)",
-                DataWarning,
-                stacklevel=2,
-            )
-            method = "pairwise"
-        elif method == "em-shrink" and em_memory_bytes(observed) > memory_budget():
-            warnings.warn(
-                f"EM on these {z.shape[1]} items would need more memory than the budget "
-                f"({BUDGET_ENV} or --memory-budget); using the pairwise covariance instead",
-                DataWarning,
-                stacklevel=2,
-            )
-            method = "pairwise"
+        method = _auto_method(~np.isnan(z))
     if method == "paper":
         return paper_covariance(z)
+    if method == "factor":
+        from .factor import factor_covariance  # only wide boards need it
+
+        options = {k: v for k, v in options.items() if k in ("floor", "max_iter", "tol")}
+        return factor_covariance(z, **options)
     if method == "pairwise":
         options = {k: v for k, v in options.items() if k in ("floor", "shrinkage")}
         return pairwise_covariance(z, **options)

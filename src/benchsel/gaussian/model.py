@@ -33,7 +33,12 @@ from ..selection.greedy import (
 )
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .conditional import conditional_moments
-from .covariance import COVARIANCE_METHODS, estimate_covariance, fit_standardizer
+from .covariance import (
+    COVARIANCE_METHODS,
+    estimate_covariance,
+    fit_standardizer,
+    working_covariance,
+)
 from .extrapolation import TrainingRange
 from .results import Prediction, Selection
 from .routing import (
@@ -77,12 +82,17 @@ class GaussianModel:
 
     Parameters
     ----------
-    covariance : {"auto", "em-shrink", "em", "pairwise", "paper"}, default "auto"
+    covariance : {"auto", "em-shrink", "em", "pairwise", "factor", "paper"}, default "auto"
         Estimator of the covariance of standardized scores: ``em`` is the
         paper's EM, ``em-shrink`` the same with a small pull of correlations
         toward zero at every step, ``pairwise`` the pairwise-complete
-        estimate. ``auto`` is pairwise on a fully observed matrix, em-shrink
-        otherwise. ``paper`` follows the paper's published code (see
+        estimate, ``factor`` a few factors plus each item's own noise
+        (:mod:`~benchsel.gaussian.factor`; its selection and conditioning
+        work from the factors, so nothing ``N x N`` is formed for them).
+        ``auto`` is pairwise on a fully observed matrix, em-shrink
+        otherwise, and factor where EM would cost more than
+        :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` per iteration or
+        more memory than the budget. ``paper`` follows the paper's published code (see
         :func:`~benchsel.gaussian.covariance.paper_covariance`), including its
         standardization floor; it ignores ``shrinkage``, ``floor``,
         ``max_iter`` and ``tol``. The published code conditions with
@@ -417,7 +427,8 @@ class GaussianModel:
         if auto and objective != "mi":
             raise ValueError("k='auto' stops at the first non-positive MI gain; it needs "
                              f"objective='mi' (got {objective!r})")
-        sigma = self.estimate_.covariance
+        # A factor model selects from its factors: nothing N x N (selection.lowrank).
+        sigma = working_covariance(self.estimate_)
         result: GreedyResult = run_greedy(
             sigma,
             None if auto else k,
@@ -596,8 +607,8 @@ class GaussianModel:
         std, transform = self.standardizer_, self.transform_
         z = std.transform(transform.forward(x))
         mu_z, var_z = conditional_moments(
-            z, self.estimate_.mean, self.estimate_.covariance, ridge=self.ridge, noise=noise
-        )
+            z, self.estimate_.mean, working_covariance(self.estimate_), ridge=self.ridge,
+            noise=noise)
         shift = self._frontier_correction(z, var_z)
         mu_z = mu_z + shift
         center = std.inverse(mu_z)
@@ -690,10 +701,12 @@ class GaussianModel:
         from ..calibration.gaussian import GaussianCalibrator
 
         if self._calibrator is None:
+            # EM's splits start from the full fit; the factor model starts from its data.
+            start = None if hasattr(self.estimate_, "factors") else (
+                self.estimate_.mean, self.estimate_.covariance)
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
-                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage,
-                start=(self.estimate_.mean, self.estimate_.covariance))
+                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start)
         return self._calibrator
 
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:

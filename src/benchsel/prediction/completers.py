@@ -48,6 +48,7 @@ from ..gaussian.covariance import (
     em_affordable,
     estimate_covariance,
     fit_standardizer,
+    working_covariance,
 )
 from ..matrix import Standardizer, column_moments
 from . import gp
@@ -169,7 +170,7 @@ def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_covariance(z, covariance)
-    mu, var = conditional_moments(z, est.mean, est.covariance)
+    mu, var = conditional_moments(z, est.mean, working_covariance(est))
     mean[:, cols] = std.inverse(mu, cols)
     sd[:, cols] = np.sqrt(var) * std.scale[cols]
     return _finish(values, mean, sd)

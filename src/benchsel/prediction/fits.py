@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .._lowrank import FactorCovariance
 from .._npz import CheckedNpz
 from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
@@ -28,6 +29,7 @@ from ..gaussian.covariance import (
     em_affordable,
     estimate_covariance,
     fit_standardizer,
+    working_covariance,
 )
 from ..matrix import Standardizer
 from . import gp
@@ -43,9 +45,10 @@ def new_row_covariance(source: np.ndarray) -> str:
     missing cell (a new model's row has some) is ``em-shrink`` unless one
     EM iteration would cost more than
     :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` or more memory than
-    the budget (:func:`~benchsel.gaussian.covariance.em_affordable`).
+    the budget (:func:`~benchsel.gaussian.covariance.em_affordable`): then
+    ``factor``.
     """
-    return "em-shrink" if em_affordable(~np.isnan(source)) else "pairwise"
+    return "em-shrink" if em_affordable(~np.isnan(source)) else "factor"
 
 
 #: Standardized scores of a row predicted from a fit are clipped to this many
@@ -73,6 +76,9 @@ class GaussianFit:
         The rows the Gaussian is fitted on (NaN = missing).
     covariance : str
         Estimator (:func:`~benchsel.gaussian.covariance.estimate_covariance`).
+        A ``factor`` fit keeps its factors
+        (:class:`~benchsel._lowrank.FactorCovariance`) as ``covariance``:
+        nothing ``N x N`` is formed to predict from it.
     """
 
     def __init__(self, source: np.ndarray, covariance: str):
@@ -85,17 +91,20 @@ class GaussianFit:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est = estimate_covariance(self.z(source), covariance)
-        self.mean, self.covariance = est.mean, est.covariance
+        self.mean, self.covariance = est.mean, working_covariance(est)
 
-    #: What a fit is, as named arrays (:meth:`arrays`, :meth:`from_arrays`).
+    #: What a fit is, as named arrays (:meth:`arrays`, :meth:`from_arrays`); a factor
+    #: fit has ``loadings`` and ``noise`` in place of ``covariance``.
     FIELDS = ("std_mean", "std_scale", "std_constant", "fallback_mean", "fallback_std", "mean",
               "covariance")
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {"std_mean": self.std.mean, "std_scale": self.std.scale,
-                "std_constant": self.std.constant, "fallback_mean": self.fallback_mean,
-                "fallback_std": self.fallback_std, "mean": self.mean,
-                "covariance": self.covariance}
+        out = {"std_mean": self.std.mean, "std_scale": self.std.scale,
+               "std_constant": self.std.constant, "fallback_mean": self.fallback_mean,
+               "fallback_std": self.fallback_std, "mean": self.mean}
+        if isinstance(self.covariance, FactorCovariance):
+            return {**out, "loadings": self.covariance.loadings, "noise": self.covariance.noise}
+        return {**out, "covariance": self.covariance}
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> GaussianFit:
@@ -104,7 +113,9 @@ class GaussianFit:
         fit.std = Standardizer(a["std_mean"], a["std_scale"], a["std_constant"].astype(bool))
         fit.cols = np.flatnonzero(~fit.std.constant)
         fit.fallback_mean, fit.fallback_std = a["fallback_mean"], a["fallback_std"]
-        fit.mean, fit.covariance = a["mean"], a["covariance"]
+        fit.mean = a["mean"]
+        fit.covariance = (FactorCovariance(a["loadings"], a["noise"]) if "loadings" in a
+                          else a["covariance"])
         return fit
 
     def z(self, values: np.ndarray) -> np.ndarray:
@@ -168,7 +179,10 @@ class GaussianFit:
 
         fallback = complete_mean(values)
         mean, spread = fallback.mean[rows], fallback.std[rows]
-        mu, sd = gp.residual_process(self.z(values), self.mean, self.covariance, rows)
+        sigma = self.covariance
+        if isinstance(sigma, FactorCovariance):  # the process works on the dense matrix
+            sigma = sigma.dense("the covariance gp's residual process needs")
+        mu, sd = gp.residual_process(self.z(values), self.mean, sigma, rows)
         cols = self.cols
         hit = ~np.isnan(mu)  # NaN exactly on the observed cells
         mean[:, cols] = np.where(hit, self.std.inverse(np.where(hit, mu, 0.0), cols),
@@ -507,7 +521,7 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
 
 
 #: What a :class:`FitStore` holds: ``svd`` or a covariance estimator.
-KINDS = ("svd", "auto", "em", "em-shrink", "pairwise", "paper")
+KINDS = ("svd", "auto", "em", "em-shrink", "pairwise", "factor", "paper")
 
 
 def _read_fit(f, i: int, kind: str, n_items: int, at: str) -> dict[str, np.ndarray]:
@@ -531,8 +545,15 @@ def _read_fit(f, i: int, kind: str, n_items: int, at: str) -> dict[str, np.ndarr
     else:
         n_cols = int(np.sum(arrays["std_constant"] == 0))
         arrays.update(fallback_mean=read("fallback_mean", vector),
-                      fallback_std=read("fallback_std", vector),
-                      mean=read("mean", (n_cols,)), covariance=read("covariance", (n_cols,) * 2))
+                      fallback_std=read("fallback_std", vector), mean=read("mean", (n_cols,)))
+        if kind == "factor":
+            loadings = read("loadings", kinds="f", max_elements=n_cols * max(n_cols, 1))
+            if loadings.ndim != 2 or loadings.shape[0] != n_cols:
+                raise ValueError(f"{at}.loadings: shape {loadings.shape}, expected "
+                                 f"({n_cols}, rank)")
+            arrays.update(loadings=loadings, noise=read("noise", (n_cols,)))
+        else:
+            arrays["covariance"] = read("covariance", (n_cols,) * 2)
     check_fit(arrays, SvdFit if kind == "svd" else GaussianFit, at)
     return arrays
 
@@ -562,7 +583,13 @@ def check_fit(arrays: dict, fit_type, at: str) -> None:
     if fit_type is GaussianFit:
         if np.any(arrays["fallback_std"] < 0):
             fail("fallback_std", "negative")
-        vectors, squares = {"mean": arrays["mean"]}, {"covariance": arrays["covariance"]}
+        vectors, squares = {"mean": arrays["mean"]}, {}
+        if "loadings" in arrays:  # W W^T + diag(noise) is positive definite with noise > 0
+            vectors["loadings"] = arrays["loadings"]
+            if not (np.isfinite(arrays["noise"]).all() and (arrays["noise"] > 0).all()):
+                fail("noise", "expected a positive finite variance for every column")
+        else:
+            squares["covariance"] = arrays["covariance"]
     else:
         if np.any(arrays["scale"] <= 0) or np.any(arrays["rmse"] < 0):
             fail("scale", "a scale or residual that is not positive")

@@ -23,6 +23,8 @@ from scipy.linalg import blas
 
 from .. import names
 from .._linalg import EPS, inverse_diagonal, spd_inverse
+from .._lowrank import FactorCovariance
+from .lowrank import FactorEntropyObjective, FactorMutualInformationObjective
 
 __all__ = [
     "describe_certificate",
@@ -92,7 +94,13 @@ def _variance_floor(sigma: np.ndarray) -> float:
     return 1e-10 * max(float(np.mean(np.diag(sigma))), np.finfo(float).tiny)
 
 
-def _check_sigma(sigma) -> np.ndarray:
+def _check_sigma(sigma) -> np.ndarray | FactorCovariance:
+    if isinstance(sigma, FactorCovariance):
+        # Positive noise makes W W^T + diag(psi) symmetric positive definite.
+        if not (np.all(np.isfinite(sigma.loadings)) and np.all(np.isfinite(sigma.noise))
+                and np.all(sigma.noise > 0)):
+            raise ValueError("the factor covariance needs finite loadings and positive noise")
+        return sigma
     sigma = np.asarray(sigma, dtype=np.float64)
     if sigma.ndim != 2 or sigma.shape[0] != sigma.shape[1]:
         raise ValueError(f"Sigma must be a square matrix; got shape {sigma.shape}")
@@ -244,7 +252,11 @@ class MutualInformationObjective(EntropyObjective):
             self._refresh()
 
 
-def _make_objective(sigma: np.ndarray, objective: str, mi_method: str) -> EntropyObjective:
+def _make_objective(sigma, objective: str, mi_method: str) -> EntropyObjective:
+    if isinstance(sigma, FactorCovariance):  # O(N r^2) a pick, nothing N x N
+        if objective == "mi":
+            return FactorMutualInformationObjective(sigma)
+        return FactorEntropyObjective(sigma)
     if objective == "mi":
         return MutualInformationObjective(sigma, method=mi_method)
     return EntropyObjective(sigma)
@@ -283,8 +295,10 @@ def run_greedy(
 
     Parameters
     ----------
-    sigma : array-like of shape (N, N)
-        Symmetric positive semidefinite covariance (standardized units).
+    sigma : array-like of shape (N, N) or FactorCovariance
+        Symmetric positive semidefinite covariance (standardized units), or
+        a factor covariance (:class:`~benchsel._lowrank.FactorCovariance`),
+        whose objectives work from its factors (:mod:`.lowrank`).
     k : int, optional
         Number of items to select, ``include`` items counted. Required unless
         ``budget`` or ``target_residual`` is given.
@@ -472,7 +486,7 @@ def entropy_certificate(sigma, selected) -> dict:
         ``data_fraction``, ``greedy_guarantee``, ``fraction``.
     """
     sigma = _check_sigma(sigma)
-    state = EntropyObjective(sigma)
+    state = _make_objective(sigma, "entropy", "downdate")
     shift = state.shift()
     value = 0.0
     for j in selected:
@@ -530,6 +544,8 @@ def mi_oracle_gap(sigma, selected, max_subsets: int = 20000, *, include=(),
         out["oracle_fraction"] = None
         out["oracle_reason"] = f"C({n}, {k}) = {comb(n, k)} subsets: too many to search"
         return out
+    if isinstance(sigma, FactorCovariance):  # few enough items to search: few to form
+        sigma = sigma.dense()
     value = mutual_information_of(sigma, selected)
     best, best_set = -np.inf, None
     for rest in combinations(pool, k):

@@ -1,0 +1,275 @@
+"""A factor model of standardized scores for wide boards: low rank plus a diagonal.
+
+On a board of thousands of benchmarks the full covariance has millions of
+free entries that a few hundred models cannot pin down, and EM on it costs
+``O(N^3)`` per iteration. Scores of language models are driven by a few
+abilities, so the model here is
+
+    z = mu + W f + e,    f ~ N(0, I_r),    e ~ N(0, diag(psi)),
+
+with ``W`` of shape ``(N, r)``: the covariance is ``W W^T + diag(psi)``
+(factor analysis; probabilistic PCA when ``psi`` is one number). EM with
+missing cells (:func:`factor_covariance`) costs ``O(M N r^2)`` per
+iteration and memory ``O(M r^2 + N r^2)``; conditioning, the entropy and
+mutual-information gains of greedy selection and the diagonal of the
+inverse all go through the Woodbury identity in ``O(N r^2)``
+(:class:`~benchsel._lowrank.FactorCovariance`), so nothing ``N x N`` is formed unless a caller
+asks for the dense matrix and it fits the memory budget.
+
+The rank is chosen by held-out likelihood (:func:`choose_rank`): a tenth of
+the observed cells is hidden, each candidate rank is fitted on the rest, and
+the rank whose conditional densities of the hidden cells, given each model's
+other scores, are highest wins.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .._lowrank import FactorCovariance
+from .._parallel import one_blas_thread
+
+__all__ = ["FactorCovariance", "FactorEstimate", "choose_rank", "factor_covariance",
+           "FACTOR_RANKS"]
+
+#: Ranks :func:`choose_rank` tries, smallest first (those the board can identify).
+FACTOR_RANKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32)
+#: Share of the observed cells :func:`choose_rank` hides to score each rank.
+RANK_HOLDOUT = 0.1
+_LOG_2PI = float(np.log(2 * np.pi))
+
+
+@dataclass(frozen=True, eq=False)
+class FactorEstimate:
+    """Mean and factor covariance of standardized scores, as
+    :class:`~benchsel.gaussian.covariance.CovarianceEstimate` gives them.
+
+    ``covariance`` is the dense matrix, formed on first use (and refused by
+    name when it does not fit the memory budget); ``factors`` keeps ``W``
+    and ``psi`` for the methods that need no ``N x N`` matrix.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (N,)
+    factors : FactorCovariance
+    method : str
+        ``"factor"``.
+    rank : int
+    rank_scores : dict
+        Held-out mean log density per rank tried (empty when the rank was given).
+    n_iter, converged, log_likelihood
+        As for EM (:func:`factor_covariance`).
+    """
+
+    mean: np.ndarray
+    factors: FactorCovariance
+    method: str = "factor"
+    shrinkage: float = 0.0
+    n_iter: int = 0
+    converged: bool = True
+    log_likelihood: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rank_scores: dict = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int:
+        return self.factors.rank
+
+    @cached_property
+    def covariance(self) -> np.ndarray:
+        return self.factors.dense()
+
+
+def _start(z: np.ndarray, obs: np.ndarray, rank: int, seed) -> tuple:
+    """Mean, loadings and noise from the leading singular vectors of the mean-filled board."""
+    mu = np.nanmean(np.where(obs, z, np.nan), axis=0)
+    mu = np.where(np.isfinite(mu), mu, 0.0)
+    centred = np.where(obs, z - mu, 0.0)
+    m_rows, n = z.shape
+    # A few passes of subspace iteration: the leading directions without an
+    # O(M N min(M, N)) decomposition of a wide board.
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(centred @ rng.standard_normal((n, rank + 5)))[0]
+    for _ in range(3):
+        basis = np.linalg.qr(centred @ (centred.T @ basis))[0]
+    _, s, vt = np.linalg.svd(basis.T @ centred, full_matrices=False)
+    share = obs.mean(axis=0).clip(1.0 / m_rows)  # the filled zeros shrank each column
+    w = vt[:rank].T * (s[:rank] / np.sqrt(m_rows))
+    w = w / np.sqrt(share)[:, None]
+    var = np.nanvar(np.where(obs, z, np.nan), axis=0)
+    var = np.where(np.isfinite(var) & (var > 0), var, 1.0)
+    psi = np.maximum(var - np.einsum("ij,ij->i", w, w), 0.1 * var)
+    return mu, w, psi
+
+
+def _e_step(x: np.ndarray, obs: np.ndarray, mu, w, psi):
+    """Posterior moments of each model's factors, and the observed-data log-likelihood.
+
+    Returns ``(f, ff, loglik)``: ``E[f_i]`` of shape ``(M, r)``,
+    ``E[f_i f_i^T]`` of shape ``(M, r, r)``.
+    """
+    m_rows, r = x.shape[0], w.shape[1]
+    inv_psi = obs / psi  # (M, N): 1/psi where observed, 0 elsewhere
+    centred = np.where(obs, x - mu, 0.0)
+    outer = (w[:, :, None] * w[:, None, :]).reshape(-1, r * r)
+    precision = (inv_psi @ outer).reshape(m_rows, r, r) + np.eye(r)
+    rhs = (centred * inv_psi) @ w  # (M, r)
+    chol = np.linalg.cholesky(precision)
+    cov_f = np.linalg.inv(precision)
+    f = np.einsum("ijk,ik->ij", cov_f, rhs)
+    ff = cov_f + f[:, :, None] * f[:, None, :]
+    # log N(x_O; mu_O, W_O W_O^T + Psi_O) by the determinant lemma and Woodbury.
+    logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1) \
+        + (obs * np.log(psi)).sum(axis=1)
+    quad = (centred**2 * inv_psi).sum(axis=1) - np.einsum("ij,ij->i", rhs, f)
+    loglik = -0.5 * float(np.sum(obs.sum(axis=1) * _LOG_2PI + logdet + quad))
+    return f, ff, loglik
+
+
+def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float):
+    """Loadings, means and noise that maximize the expected complete-data likelihood.
+
+    Per item, a regression of its observed scores on the factors and a
+    constant, weighted by the factors' posterior second moments.
+    """
+    m_rows, r = f.shape
+    ones = np.ones((m_rows, 1))
+    f1 = np.hstack([f, ones])  # E[(f, 1)]
+    ff1 = np.empty((m_rows, r + 1, r + 1))
+    ff1[:, :r, :r] = ff
+    ff1[:, :r, r] = f
+    ff1[:, r, :r] = f
+    ff1[:, r, r] = 1.0
+    weights = obs.astype(float)
+    xz = np.where(obs, x, 0.0)
+    gram = (weights.T @ ff1.reshape(m_rows, -1)).reshape(-1, r + 1, r + 1)  # (N, r+1, r+1)
+    cross = xz.T @ f1  # (N, r+1)
+    gram += 1e-9 * np.eye(r + 1)
+    coef = np.linalg.solve(gram, cross[:, :, None])[:, :, 0]
+    count = np.maximum(weights.sum(axis=0), 1.0)
+    psi = ((xz**2).sum(axis=0) - np.einsum("ij,ij->i", coef, cross)) / count
+    return coef[:, r], coef[:, :r], np.maximum(psi, floor)
+
+
+def factor_covariance(
+    z, rank: int | str = "auto", *, max_iter: int = 500, tol: float = 1e-5,
+    floor: float = 1e-3, seed=0,
+) -> FactorEstimate:
+    """EM estimate of a factor model ``W W^T + diag(psi)`` from an incomplete board.
+
+    Parameters
+    ----------
+    z : array-like of shape (M, N)
+        Standardized scores; NaN marks a missing cell.
+    rank : int or "auto", default "auto"
+        Number of factors; ``auto`` chooses it by held-out likelihood
+        (:func:`choose_rank`).
+    max_iter : int, default 500
+    tol : float, default 1e-5
+        Converged when the observed-data log-likelihood's relative change
+        falls below ``tol``.
+    floor : float, default 1e-3
+        Smallest noise variance (standardized units), as the dense
+        estimators' eigenvalue floor.
+    seed : int, default 0
+        Randomness of the start and of the cells ``auto`` hides.
+
+    Returns
+    -------
+    FactorEstimate
+    """
+    z = np.asarray(z, dtype=float)
+    if z.ndim != 2:
+        raise ValueError(f"scores must be a 2-D matrix; got shape {z.shape}")
+    obs = ~np.isnan(z)
+    if rank == "auto":
+        rank, scores = choose_rank(z, floor=floor, seed=seed)
+    else:
+        scores = {}
+        if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 1:
+            raise ValueError(f"rank must be a positive integer or 'auto'; got {rank!r}")
+        rank = min(int(rank), _max_rank(obs))
+    mu, w, psi, trace, converged = _fit(z, obs, rank, max_iter, tol, floor, seed)
+    if not converged:
+        from .covariance import ConvergenceWarning
+
+        warnings.warn(
+            f"factor EM (rank {rank}) did not converge in {max_iter} iterations; its last "
+            "iterate is used", ConvergenceWarning, stacklevel=2)
+    return FactorEstimate(mean=mu, factors=FactorCovariance(w, psi), n_iter=len(trace),
+                          converged=converged, log_likelihood=np.array(trace),
+                          rank_scores=scores)
+
+
+def _max_rank(obs: np.ndarray) -> int:
+    """The largest rank the board can identify: fewer factors than models or items."""
+    m_rows, n = obs.shape
+    return max(1, min(m_rows - 1, n - 1, max(FACTOR_RANKS)))
+
+
+def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None):
+    """EM iterations from the spectral start (or ``start``): ``(mu, W, psi, trace, converged)``."""
+    mu, w, psi = start if start is not None else _start(z, obs, rank, seed)
+    trace: list[float] = []
+    converged = False
+    with one_blas_thread():
+        for _ in range(max_iter):
+            f, ff, loglik = _e_step(z, obs, mu, w, psi)
+            trace.append(loglik)
+            if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0):
+                converged = True
+                break
+            mu, w, psi = _m_step(z, obs, f, ff, floor)
+    return mu, w, psi, trace, converged
+
+
+def held_out_log_density(z, hidden, mu, w, psi) -> float:
+    """Mean log density of the ``hidden`` cells of ``z`` given each model's other cells."""
+    visible = ~np.isnan(z) & ~hidden
+    f, ff, _ = _e_step(z, visible, mu, w, psi)
+    cov_f = ff - f[:, :, None] * f[:, None, :]
+    mean = mu + f @ w.T
+    var = np.einsum("jk,ikl,jl->ij", w, cov_f, w) + psi
+    rows, cols = np.nonzero(hidden)
+    resid = z[rows, cols] - mean[rows, cols]
+    v = var[rows, cols]
+    return float(np.mean(-0.5 * (_LOG_2PI + np.log(v) + resid**2 / v)))
+
+
+def choose_rank(z, *, ranks=FACTOR_RANKS, floor: float = 1e-3, seed=0,
+                max_iter: int = 200, tol: float = 1e-4) -> tuple[int, dict]:
+    """The rank whose fit predicts hidden cells best, and each tried rank's score.
+
+    Hides :data:`RANK_HOLDOUT` of the observed cells (at random; a model
+    keeps at least one), fits each rank of ``ranks`` the board can identify
+    on the rest, and scores the mean log density of the hidden cells given
+    each model's visible ones (:func:`held_out_log_density`). Ranks are
+    tried from the smallest; the scan stops after two ranks in a row that
+    score below the best.
+    """
+    z = np.asarray(z, dtype=float)
+    obs = ~np.isnan(z)
+    rng = np.random.default_rng(seed)
+    hidden = obs & (rng.random(z.shape) < RANK_HOLDOUT)
+    # Every model keeps a cell, every item a model: nothing becomes unidentified.
+    hidden[obs.sum(axis=1) - hidden.sum(axis=1) < 1] = False
+    hidden[:, obs.sum(axis=0) - hidden.sum(axis=0) < 2] = False
+    usable = [r for r in ranks if r <= _max_rank(obs)] or [1]
+    if not hidden.any():
+        return usable[0], {}
+    train = np.where(hidden, np.nan, z)
+    scores: dict[int, float] = {}
+    worse = 0
+    for r in usable:
+        mu, w, psi, _, _ = _fit(train, ~np.isnan(train), r, max_iter, tol, floor, seed)
+        scores[r] = held_out_log_density(z, hidden, mu, w, psi)
+        if scores[r] < max(scores.values()):
+            worse += 1
+            if worse == 2:
+                break
+        else:
+            worse = 0
+    return max(scores, key=scores.get), scores
