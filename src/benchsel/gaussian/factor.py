@@ -16,10 +16,17 @@ inverse all go through the Woodbury identity in ``O(N r^2)``
 (:class:`~benchsel._lowrank.FactorCovariance`), so nothing ``N x N`` is formed unless a caller
 asks for the dense matrix and it fits the memory budget.
 
-The rank is chosen by held-out likelihood (:func:`choose_rank`): a tenth of
-the observed cells is hidden, each candidate rank is fitted on the rest, and
-the rank whose conditional densities of the hidden cells, given each model's
-other scores, are highest wins.
+Fitted by plain maximum likelihood, an item that few models have claims to
+be explained by the factors almost entirely (its noise collapses: a Heywood
+case), and predictions that lean on it are overconfident: on MERGED, hidden
+cells of columns with fewer than 20 models were off by 10 of their claimed
+standard deviations. A prior worth ``prior`` models pulls each item's
+noise toward its observed variance.
+
+The rank and the prior are chosen by held-out likelihood on the board
+itself (:func:`choose_rank`): a tenth of the observed cells is hidden, each
+candidate is fitted on the rest, and the one whose conditional densities of
+the hidden cells, given each model's other scores, are highest wins.
 """
 
 from __future__ import annotations
@@ -34,11 +41,16 @@ from .._lowrank import FactorCovariance
 from .._parallel import one_blas_thread
 
 __all__ = ["FactorCovariance", "FactorEstimate", "choose_rank", "factor_covariance",
-           "FACTOR_RANKS"]
+           "FACTOR_PRIORS", "FACTOR_RANKS"]
 
 #: Ranks :func:`choose_rank` tries, smallest first (those the board can identify).
 FACTOR_RANKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32)
-#: Share of the observed cells :func:`choose_rank` hides to score each rank.
+#: Priors (in models) :func:`choose_rank` tries at the best rank; the ranks are scanned
+#: with the first. No prior (plain maximum likelihood) is not among them: it never won
+#: by more than rounding on the boards tried, and lost badly on sparse ones
+#: (docs/scaling.md, "Many benchmarks").
+FACTOR_PRIORS = (1.0, 3.0, 10.0)
+#: Share of the observed cells :func:`choose_rank` hides to score each candidate.
 RANK_HOLDOUT = 0.1
 _LOG_2PI = float(np.log(2 * np.pi))
 
@@ -59,8 +71,11 @@ class FactorEstimate:
     method : str
         ``"factor"``.
     rank : int
+    prior : float
+        The prior's weight, in models (:func:`factor_covariance`).
     rank_scores : dict
-        Held-out mean log density per rank tried (empty when the rank was given).
+        Held-out mean log density per ``(rank, prior)`` tried (empty when
+        both were given).
     n_iter, converged, log_likelihood
         As for EM (:func:`factor_covariance`).
     """
@@ -73,6 +88,7 @@ class FactorEstimate:
     converged: bool = True
     log_likelihood: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rank_scores: dict = field(default_factory=dict)
+    prior: float = 0.0
 
     @property
     def rank(self) -> int:
@@ -129,11 +145,16 @@ def _e_step(x: np.ndarray, obs: np.ndarray, mu, w, psi):
     return f, ff, loglik
 
 
-def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float):
+def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float, prior: float = 0.0):
     """Loadings, means and noise that maximize the expected complete-data likelihood.
 
     Per item, a regression of its observed scores on the factors and a
-    constant, weighted by the factors' posterior second moments.
+    constant, weighted by the factors' posterior second moments. ``prior``
+    (in models) pulls each item's noise toward its observed variance, as
+    that many more models left wholly unexplained would: an item few models
+    have cannot claim to be explained by the factors. (A pull of the
+    loadings toward zero as well shrank every factor: on a generated board
+    with three factors, one model's worth doubled the covariance's error.)
     """
     m_rows, r = f.shape
     ones = np.ones((m_rows, 1))
@@ -149,14 +170,19 @@ def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float):
     cross = xz.T @ f1  # (N, r+1)
     gram += 1e-9 * np.eye(r + 1)
     coef = np.linalg.solve(gram, cross[:, :, None])[:, :, 0]
-    count = np.maximum(weights.sum(axis=0), 1.0)
-    psi = ((xz**2).sum(axis=0) - np.einsum("ij,ij->i", coef, cross)) / count
+    count = weights.sum(axis=0)
+    spread = 0.0
+    if prior > 0:
+        mean = xz.sum(axis=0) / np.maximum(count, 1.0)
+        spread = prior * ((xz**2).sum(axis=0) / np.maximum(count, 1.0) - mean**2)
+    psi = ((xz**2).sum(axis=0) - np.einsum("ij,ij->i", coef, cross) + spread) \
+        / np.maximum(count + prior, 1.0)
     return coef[:, r], coef[:, :r], np.maximum(psi, floor)
 
 
 def factor_covariance(
-    z, rank: int | str = "auto", *, max_iter: int = 500, tol: float = 1e-5,
-    floor: float = 1e-3, seed=0,
+    z, rank: int | str = "auto", *, prior: float | str = "auto", max_iter: int = 500,
+    tol: float = 1e-5, floor: float = 1e-3, seed=0,
 ) -> FactorEstimate:
     """EM estimate of a factor model ``W W^T + diag(psi)`` from an incomplete board.
 
@@ -167,6 +193,10 @@ def factor_covariance(
     rank : int or "auto", default "auto"
         Number of factors; ``auto`` chooses it by held-out likelihood
         (:func:`choose_rank`).
+    prior : float >= 0 or "auto", default "auto"
+        Weight, in models, of the pull of each item's noise toward its
+        observed variance (0: maximum likelihood); ``auto`` chooses it with
+        the rank.
     max_iter : int, default 500
     tol : float, default 1e-5
         Converged when the observed-data log-likelihood's relative change
@@ -185,14 +215,20 @@ def factor_covariance(
     if z.ndim != 2:
         raise ValueError(f"scores must be a 2-D matrix; got shape {z.shape}")
     obs = ~np.isnan(z)
-    if rank == "auto":
-        rank, scores = choose_rank(z, floor=floor, seed=seed)
-    else:
-        scores = {}
-        if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 1:
-            raise ValueError(f"rank must be a positive integer or 'auto'; got {rank!r}")
-        rank = min(int(rank), _max_rank(obs))
-    mu, w, psi, trace, converged = _fit(z, obs, rank, max_iter, tol, floor, seed)
+    if rank != "auto" and (isinstance(rank, bool) or not isinstance(rank, int | np.integer)
+                           or rank < 1):
+        raise ValueError(f"rank must be a positive integer or 'auto'; got {rank!r}")
+    if prior != "auto" and (isinstance(prior, bool) or not isinstance(prior, int | float)
+                            or not prior >= 0 or not np.isfinite(prior)):
+        raise ValueError(f"prior must be a non-negative number or 'auto'; got {prior!r}")
+    scores = {}
+    if rank == "auto" or prior == "auto":
+        rank, prior, scores = choose_rank(
+            z, ranks=FACTOR_RANKS if rank == "auto" else (int(rank),),
+            priors=FACTOR_PRIORS if prior == "auto" else (float(prior),), floor=floor, seed=seed)
+    rank = min(int(rank), _max_rank(obs))
+    mu, w, psi, trace, converged = _fit(z, obs, rank, max_iter, tol, floor, seed,
+                                        prior=float(prior))
     if not converged:
         from .covariance import ConvergenceWarning
 
@@ -201,7 +237,7 @@ def factor_covariance(
             "iterate is used", ConvergenceWarning, stacklevel=2)
     return FactorEstimate(mean=mu, factors=FactorCovariance(w, psi), n_iter=len(trace),
                           converged=converged, log_likelihood=np.array(trace),
-                          rank_scores=scores)
+                          rank_scores=scores, prior=float(prior))
 
 
 def _max_rank(obs: np.ndarray) -> int:
@@ -210,7 +246,7 @@ def _max_rank(obs: np.ndarray) -> int:
     return max(1, min(m_rows - 1, n - 1, max(FACTOR_RANKS)))
 
 
-def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None):
+def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None, prior=0.0):
     """EM iterations from the spectral start (or ``start``): ``(mu, W, psi, trace, converged)``."""
     mu, w, psi = start if start is not None else _start(z, obs, rank, seed)
     trace: list[float] = []
@@ -222,7 +258,7 @@ def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None):
             if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0):
                 converged = True
                 break
-            mu, w, psi = _m_step(z, obs, f, ff, floor)
+            mu, w, psi = _m_step(z, obs, f, ff, floor, prior)
     return mu, w, psi, trace, converged
 
 
@@ -239,37 +275,56 @@ def held_out_log_density(z, hidden, mu, w, psi) -> float:
     return float(np.mean(-0.5 * (_LOG_2PI + np.log(v) + resid**2 / v)))
 
 
-def choose_rank(z, *, ranks=FACTOR_RANKS, floor: float = 1e-3, seed=0,
-                max_iter: int = 200, tol: float = 1e-4) -> tuple[int, dict]:
-    """The rank whose fit predicts hidden cells best, and each tried rank's score.
+def choose_rank(z, *, ranks=FACTOR_RANKS, priors=FACTOR_PRIORS, floor: float = 1e-3, seed=0,
+                max_iter: int = 200, tol: float = 1e-4) -> tuple[int, float, dict]:
+    """The rank and prior whose fit predicts hidden cells best, and each one's score.
 
     Hides :data:`RANK_HOLDOUT` of the observed cells (at random; a model
-    keeps at least one), fits each rank of ``ranks`` the board can identify
-    on the rest, and scores the mean log density of the hidden cells given
-    each model's visible ones (:func:`held_out_log_density`). Ranks are
-    tried from the smallest; the scan stops after two ranks in a row that
-    score below the best.
+    keeps at least one, an item two), fits each candidate on the rest, and
+    scores the mean log density of the hidden cells given each model's
+    visible ones (:func:`held_out_log_density`). The ranks of ``ranks`` the
+    board can identify are tried from the smallest with the first prior;
+    the scan stops after two ranks in a row that score below the best. Then
+    the other priors are tried at the best rank.
+
+    Returns
+    -------
+    rank : int
+    prior : float
+    scores : dict
+        Mean held-out log density per ``(rank, prior)`` tried; empty when
+        nothing could be hidden (then the smallest rank and first prior).
     """
     z = np.asarray(z, dtype=float)
     obs = ~np.isnan(z)
     rng = np.random.default_rng(seed)
     hidden = obs & (rng.random(z.shape) < RANK_HOLDOUT)
-    # Every model keeps a cell, every item a model: nothing becomes unidentified.
+    # Every model keeps a cell, every item two: nothing becomes unidentified.
     hidden[obs.sum(axis=1) - hidden.sum(axis=1) < 1] = False
     hidden[:, obs.sum(axis=0) - hidden.sum(axis=0) < 2] = False
     usable = [r for r in ranks if r <= _max_rank(obs)] or [1]
+    priors = [float(p) for p in priors]
     if not hidden.any():
-        return usable[0], {}
+        return usable[0], priors[0], {}
     train = np.where(hidden, np.nan, z)
-    scores: dict[int, float] = {}
+    kept = ~np.isnan(train)
+    scores: dict[tuple[int, float], float] = {}
+
+    def score(r: int, prior: float) -> float:
+        mu, w, psi, _, _ = _fit(train, kept, r, max_iter, tol, floor, seed, prior=prior)
+        scores[r, prior] = held_out_log_density(z, hidden, mu, w, psi)
+        return scores[r, prior]
+
     worse = 0
     for r in usable:
-        mu, w, psi, _, _ = _fit(train, ~np.isnan(train), r, max_iter, tol, floor, seed)
-        scores[r] = held_out_log_density(z, hidden, mu, w, psi)
-        if scores[r] < max(scores.values()):
+        if score(r, priors[0]) < max(scores.values()):
             worse += 1
             if worse == 2:
                 break
         else:
             worse = 0
-    return max(scores, key=scores.get), scores
+    best = max(scores, key=scores.get)[0]
+    for prior in priors[1:]:
+        score(best, prior)
+    rank, prior = max(scores, key=scores.get)
+    return rank, prior, scores
