@@ -186,14 +186,19 @@ def test_the_prior_keeps_an_item_few_models_have_from_claiming_no_noise(seed):
 @pytest.mark.slow
 def test_a_model_on_the_factors_selects_without_forming_the_dense_matrix(monkeypatch):
     """4 models x 25,000 benchmarks: the dense covariance (4.7 GiB) is over a 200 MiB
-    budget, yet the factor model fits and selects, and asking for the dense matrix is
-    refused by name."""
+    budget, so the default model is the factor model, which fits and selects; asking
+    for the dense matrix is refused by name, and the default predictor leaves out the
+    methods that would need N x N arrays, saying so. (It was refused before, and
+    after the pairwise covariance was replaced, ridge's correlations took 24 GB.)"""
+    from benchsel import DataWarning
+
     x, _ = _board(4, 25_000, 2, 0.0, seed=7)
     scores = ScoreMatrix(x, [f"m{i}" for i in range(4)], [f"b{j}" for j in range(25_000)])
     monkeypatch.setenv(BUDGET_ENV, "200M")
+    with pytest.warns(DataWarning, match="pairwise covariance of these 25000 items"):
+        model = GaussianModel().fit(scores)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = GaussianModel(covariance="factor").fit(scores)
         selection = model.select(k=3)  # (each benchmark has only 4 models: a warning)
     assert len(selection.items) == 3 and selection.covariance == "factor"
     assert np.all(np.diff(selection.residual_variance) < 0)
@@ -201,8 +206,19 @@ def test_a_model_on_the_factors_selects_without_forming_the_dense_matrix(monkeyp
     with pytest.raises(MemoryBudgetError, match=r"factor model's covariance \(25000 x 25000\)"):
         _ = model.estimate_.covariance
     # The Gaussian conditional predicts from the factors too (calibrated on its splits).
-    pred = model.predict({"b0": float(x[0, 0]) + 0.1}, method="gaussian")
+    given = {name: float(x[0, j]) + 0.1 for j, name in enumerate(selection.items)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = model.predict(given, method="gaussian")
     assert np.isfinite(pred.mean).all() and np.isfinite(pred.std).all()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        default = model.predict(given)
+    assert np.isfinite(default.mean).all() and np.isfinite(default.std).all()
+    left_out = [str(w.message) for w in caught if "auto leaves" in str(w.message)]
+    assert any(m.startswith("auto leaves ridge out: ridge's correlations of 25000") for m in
+               left_out), left_out
+    assert default.choices[0]["method"] not in ("ridge", "svd+ridge")
     assert "covariance" not in vars(model.estimate_)
 
 

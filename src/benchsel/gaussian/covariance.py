@@ -24,12 +24,12 @@ standardized units, plus how they were obtained.
 * ``auto`` -- pairwise for a fully observed matrix (the paper's rule), else
   ``em-shrink``, unless one EM iteration would cost more than
   :data:`EM_MAX_FLOPS` (a board of thousands of benchmarks with a few
-  hundred models) or more memory than the budget: then ``factor``, with a
-  :class:`~benchsel.matrix.DataWarning`. (The pairwise covariance was the
+  hundred models) or either would need more memory than the budget: then
+  ``factor``, with a :class:`~benchsel.matrix.DataWarning`. (The pairwise covariance was the
   fallback before; on a generated 300-model board with five factors and
   half its cells missing, its ten MI picks left 0.33 / 0.31 / 0.31 of the
   true variance at 1,000 / 2,000 / 3,000 benchmarks, while claiming
-  0.89-0.98; the factor model's left 0.29 and claimed 0.35-0.41:
+  0.89-0.98; the factor model's left 0.29 and claimed 0.37-0.44:
   ``benchmarks/factor_model.py``.)
 * ``paper`` -- the choices of the paper's published code
   (``smolix/benchmark-selection``, ``code/eval_entropy_vs_mi.py`` and
@@ -200,8 +200,9 @@ def pairwise_covariance(
     # At most about five N x N arrays at once (products, counts, their ratio, the
     # eigendecomposition's; four measured at N = 500 and 1,500): 4 x 25,000 scores
     # took 19.6 GB before this was planned.
-    check_memory(40.0 * n * n, f"the covariance of {n} items",
-                 "model fewer benchmarks at once (a subset of the columns)")
+    check_memory(pairwise_memory_bytes(n), f"the covariance of {n} items",
+                 "use the covariance 'factor' (or 'auto', which switches to it), or model "
+                 "fewer benchmarks at once")
     obs = ~np.isnan(z)
     mu = _column_means(z, obs)
     alpha = _resolve_shrinkage(shrinkage, m, n)
@@ -567,6 +568,13 @@ def em_memory_bytes(observed) -> float:
     return 8.0 * (7.0 * blocks + 10.0 * (n + 1) ** 2 + 6.0 * m_rows * (n + 1))
 
 
+def pairwise_memory_bytes(n: int) -> float:
+    """Peak bytes of the pairwise covariance of ``n`` items: five ``n x n`` arrays
+    (the sums, counts, covariance and the eigendecomposition's), 1.2x the peak
+    measured at 500 and 1,500 items (``benchmarks/memory_plans.py``)."""
+    return 40.0 * float(n) * float(n)
+
+
 def em_iteration_flops(observed) -> float:
     """Floating-point operations of one EM iteration on this missingness, roughly.
 
@@ -591,9 +599,14 @@ def working_covariance(est):
 def _auto_method(observed: np.ndarray) -> str:
     """What ``auto`` resolves to on this missingness (see the module docstring)."""
     n = observed.shape[1]
-    if observed.all():
+    if observed.all() and pairwise_memory_bytes(n) <= memory_budget():
         return "pairwise"
-    if em_iteration_flops(observed) > EM_MAX_FLOPS:
+    insist = "em-shrink"
+    if observed.all():
+        why = (f"the pairwise covariance of these {n} items would need more memory than the "
+               f"budget ({BUDGET_ENV} or --memory-budget)")
+        insist = "pairwise"
+    elif em_iteration_flops(observed) > EM_MAX_FLOPS:
         why = (f"EM on these {n} items would cost over {EM_MAX_FLOPS:.0e} flops per "
                "iteration, hours for a protocol's fits")
     elif em_memory_bytes(observed) > memory_budget():
@@ -604,7 +617,7 @@ def _auto_method(observed: np.ndarray) -> str:
     # No per-fit figures in the text: a protocol's fits then warn once.
     warnings.warn(f"{why}; using the factor model instead (a few factors plus each "
                   "benchmark's own noise, its rank chosen on held-out cells; ask for "
-                  "covariance 'em-shrink' to insist)", DataWarning, stacklevel=3)
+                  f"covariance '{insist}' to insist)", DataWarning, stacklevel=3)
     return "factor"
 
 

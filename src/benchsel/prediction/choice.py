@@ -9,10 +9,13 @@ winner, the cells it cannot predict by the runner-up, and so on.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._memory import MemoryBudgetError
+from ..matrix import DataWarning
 from ..progress import report as _report
 from .cache import CompletionCache
 from .completers import COMPLETERS, Completion
@@ -187,11 +190,21 @@ def choose_completer(
     stage = {"random": "choosing the predictor",
              "near": "choosing the predictor beyond the sources' range"}[split]
     total, done = len(parts) * len(methods), 0
+    over: dict[str, str] = {}  # methods the memory budget rules out, and why
     for held, mask in parts:
         for m in methods:
             _report(stage, done, total)
-            pred[m].append(held_out_cells(values, held, mask, m, cache, fits))
+            try:
+                cells = None if m in over else held_out_cells(values, held, mask, m, cache,
+                                                               fits)
+            except MemoryBudgetError as err:
+                over[m] = str(err)
+                cells = None
+            # A method the budget rules out predicts nothing: it ranks last.
+            pred[m].append(np.full(int(mask.sum()), np.nan) if cells is None else cells)
             done += 1
+    for m, why in over.items():
+        warnings.warn(f"auto leaves {m} out: {why}", DataWarning, stacklevel=2)
     _report(stage, total, total)
     medape, coverage = {}, {}
     for m in methods:

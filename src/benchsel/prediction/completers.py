@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import expit, logit, ndtri
 
+from .._memory import check_memory
 from .._patterns import unique_rows
 from ..bounds import column_scale
 from ..gaussian.conditional import conditional_moments
@@ -303,6 +304,10 @@ class _TopSubspace:
 
 
 def _pair_correlations(z: np.ndarray, min_pairs: int = 5) -> np.ndarray:
+    n = z.shape[1]
+    # Counts, three sums and the correlations: about six N x N arrays at once.
+    check_memory(6 * 8.0 * n * n, f"ridge's correlations of {n} benchmarks",
+                 "choose another completion method")
     observed = ~np.isnan(z)
     o = observed.astype(float)
     zf = np.where(observed, z, 0.0)
