@@ -24,6 +24,7 @@ from scipy.linalg import blas
 from .. import names
 from .._linalg import EPS, inverse_diagonal, spd_inverse
 from .._lowrank import FactorCovariance
+from ._forward import LOG_2PIE, ForwardVariances
 from .lowrank import FactorEntropyObjective, FactorMutualInformationObjective
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 OBJECTIVES = names.OBJECTIVES
-_LOG_2PIE = float(np.log(2 * np.pi * np.e))
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,6 @@ class GreedyResult:
     stopped_by: str = "k"
 
 
-def _variance_floor(sigma: np.ndarray) -> float:
-    # Conditional variances below 1e-10 of the average variance are rounding
-    # noise: an item determined by others up to that level carries no
-    # information we could measure.
-    return 1e-10 * max(float(np.mean(np.diag(sigma))), np.finfo(float).tiny)
-
-
 def _check_sigma(sigma) -> np.ndarray | FactorCovariance:
     if isinstance(sigma, FactorCovariance):
         # Positive noise makes W W^T + diag(psi) symmetric positive definite.
@@ -115,33 +108,18 @@ def _check_sigma(sigma) -> np.ndarray | FactorCovariance:
     return sigma
 
 
-class EntropyObjective:
+class EntropyObjective(ForwardVariances):
     """Forward conditional variances ``d_j = sigma^2(j | A)`` by incremental Cholesky.
 
     Each :meth:`add` costs ``O(N t)`` at step ``t``; ``k`` picks cost
     ``O(k^2 N)`` (Algorithm 1).
     """
 
-    name = "entropy"
-
     def __init__(self, sigma: np.ndarray):
+        super().__init__(np.diag(sigma))
         self.sigma = sigma
-        self.n = sigma.shape[0]
-        self.floor = _variance_floor(sigma)
-        self.d = np.diag(sigma).astype(np.float64).copy()
-        self.total = float(self.d.sum())
         self.L = np.zeros((self.n, 0))  # Cholesky columns, one per pick
         self.t = 0
-        self.selected = np.zeros(self.n, dtype=bool)
-        self.n_refactorizations = 0
-
-    def forward_variance(self) -> np.ndarray:
-        return np.maximum(self.d, self.floor)
-
-    def gains(self) -> np.ndarray:
-        """Gain of adding each item now (selected items: -inf)."""
-        g = 0.5 * (_LOG_2PIE + np.log(self.forward_variance()))
-        return np.where(self.selected, -np.inf, g)
 
     def add(self, j: int) -> None:
         pivot = self.d[j]
@@ -159,9 +137,6 @@ class EntropyObjective:
         self.d[self.selected] = 0.0
         np.maximum(self.d, 0.0, out=self.d)
 
-    def residual_fraction(self) -> float:
-        return float(self.d[~self.selected].sum()) / self.total if self.total > 0 else 0.0
-
     def shift(self) -> float:
         """A constant making every entropy gain non-negative (App. B.3).
 
@@ -171,7 +146,7 @@ class EntropyObjective:
         """
         diag_inv, _ = inverse_diagonal(self.sigma, self.floor)
         smallest = max(1.0 / float(diag_inv.max()), self.floor)
-        return -0.5 * (_LOG_2PIE + np.log(smallest))
+        return -0.5 * (LOG_2PIE + np.log(smallest))
 
 
 class MutualInformationObjective(EntropyObjective):

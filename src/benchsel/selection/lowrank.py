@@ -24,38 +24,20 @@ from __future__ import annotations
 import numpy as np
 
 from .._lowrank import FactorCovariance
+from ._forward import LOG_2PIE, ForwardVariances
 
 __all__ = ["FactorEntropyObjective", "FactorMutualInformationObjective"]
 
-_LOG_2PIE = float(np.log(2 * np.pi * np.e))
 
-
-class FactorEntropyObjective:
+class FactorEntropyObjective(ForwardVariances):
     """Forward conditional variances ``sigma^2(j | A)`` from the factors' posterior."""
 
-    name = "entropy"
-
     def __init__(self, sigma: FactorCovariance):
+        super().__init__(sigma.diagonal())
         self.sigma = sigma
         self.w = np.asarray(sigma.loadings, dtype=float)
         self.psi = np.asarray(sigma.noise, dtype=float)
-        self.n, r = self.w.shape
-        diag = sigma.diagonal()
-        # As the dense objectives: below 1e-10 of the average variance is rounding.
-        self.floor = 1e-10 * max(float(np.mean(diag)) if diag.size else 0.0,
-                                 np.finfo(float).tiny)
-        self.total = float(diag.sum())
-        self.cov_f = np.eye(r)  # the factors' posterior covariance given the picks
-        self.d = diag.copy()
-        self.selected = np.zeros(self.n, dtype=bool)
-        self.n_refactorizations = 0
-
-    def forward_variance(self) -> np.ndarray:
-        return np.maximum(self.d, self.floor)
-
-    def gains(self) -> np.ndarray:
-        g = 0.5 * (_LOG_2PIE + np.log(self.forward_variance()))
-        return np.where(self.selected, -np.inf, g)
+        self.cov_f = np.eye(self.w.shape[1])  # the factors' posterior covariance given A
 
     def add(self, j: int) -> None:
         # Observing item j (variance psi_j around w_j f) is a rank-one update of C.
@@ -67,13 +49,10 @@ class FactorEntropyObjective:
         self.d[self.selected] = 0.0
         np.maximum(self.d, 0.0, out=self.d)
 
-    def residual_fraction(self) -> float:
-        return float(self.d[~self.selected].sum()) / self.total if self.total > 0 else 0.0
-
     def shift(self) -> float:
         """As :meth:`~.greedy.EntropyObjective.shift`, from the Woodbury inverse diagonal."""
         smallest = max(1.0 / float(self.sigma.inverse_diagonal().max()), self.floor)
-        return -0.5 * (_LOG_2PIE + np.log(smallest))
+        return -0.5 * (LOG_2PIE + np.log(smallest))
 
 
 class FactorMutualInformationObjective(FactorEntropyObjective):
