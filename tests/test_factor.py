@@ -130,7 +130,7 @@ def test_the_e_step_is_the_textbook_posterior_and_likelihood():
 def test_em_never_lowers_the_likelihood_and_recovers_a_planted_model():
     x, truth = _board(300, 120, 3, 0.5, seed=5)
     obs = ~np.isnan(x)
-    *_, trace, converged = _fit(x, obs, 3, 500, 1e-7, 1e-3, 0)
+    *_, trace, converged, _ = _fit(x, obs, 3, 500, 1e-7, 1e-3, 0)
     assert converged and np.all(np.diff(trace) >= -1e-8 * np.abs(trace[1:]))
     est = factor_covariance(x)
     assert est.rank == 3 and max(est.rank_scores, key=est.rank_scores.get)[0] == 3
@@ -153,7 +153,7 @@ def test_the_rank_is_the_one_that_predicts_hidden_cells_best():
     # The score is the mean log density of the hidden cells, by hand for one fit.
     hidden = ~np.isnan(x) & (np.random.default_rng(0).random(x.shape) < 0.1)
     train = np.where(hidden, np.nan, x)
-    mu, w, psi, _, _ = _fit(train, ~np.isnan(train), 2, 200, 1e-6, 1e-3, 0)
+    mu, w, psi, *_ = _fit(train, ~np.isnan(train), 2, 200, 1e-6, 1e-3, 0)
     sigma = w @ w.T + np.diag(psi)
     dens = []
     for i, j in zip(*np.nonzero(hidden)):

@@ -77,7 +77,8 @@ class FactorEstimate:
         Held-out mean log density per ``(rank, prior)`` tried (empty when
         both were given).
     n_iter, converged, log_likelihood
-        As for EM (:func:`factor_covariance`).
+        E-steps, whether the objective stopped changing, and the objective
+        (log-likelihood plus the prior's term) at each accepted point.
     """
 
     mean: np.ndarray
@@ -171,11 +172,8 @@ def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float, prior: float = 
     gram += 1e-9 * np.eye(r + 1)
     coef = np.linalg.solve(gram, cross[:, :, None])[:, :, 0]
     count = weights.sum(axis=0)
-    spread = 0.0
-    if prior > 0:
-        mean = xz.sum(axis=0) / np.maximum(count, 1.0)
-        spread = prior * ((xz**2).sum(axis=0) / np.maximum(count, 1.0) - mean**2)
-    psi = ((xz**2).sum(axis=0) - np.einsum("ij,ij->i", coef, cross) + spread) \
+    pull = prior * _column_variance(x, obs) if prior > 0 else 0.0
+    psi = ((xz**2).sum(axis=0) - np.einsum("ij,ij->i", coef, cross) + pull) \
         / np.maximum(count + prior, 1.0)
     return coef[:, r], coef[:, :r], np.maximum(psi, floor)
 
@@ -227,15 +225,15 @@ def factor_covariance(
             z, ranks=FACTOR_RANKS if rank == "auto" else (int(rank),),
             priors=FACTOR_PRIORS if prior == "auto" else (float(prior),), floor=floor, seed=seed)
     rank = min(int(rank), _max_rank(obs))
-    mu, w, psi, trace, converged = _fit(z, obs, rank, max_iter, tol, floor, seed,
-                                        prior=float(prior))
+    mu, w, psi, trace, converged, e_steps = _fit(z, obs, rank, max_iter, tol, floor, seed,
+                                                 prior=float(prior))
     if not converged:
         from .covariance import ConvergenceWarning
 
         warnings.warn(
             f"factor EM (rank {rank}) did not converge in {max_iter} iterations; its last "
             "iterate is used", ConvergenceWarning, stacklevel=2)
-    return FactorEstimate(mean=mu, factors=FactorCovariance(w, psi), n_iter=len(trace),
+    return FactorEstimate(mean=mu, factors=FactorCovariance(w, psi), n_iter=e_steps,
                           converged=converged, log_likelihood=np.array(trace),
                           rank_scores=scores, prior=float(prior))
 
@@ -247,19 +245,70 @@ def _max_rank(obs: np.ndarray) -> int:
 
 
 def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None, prior=0.0):
-    """EM iterations from the spectral start (or ``start``): ``(mu, W, psi, trace, converged)``."""
-    mu, w, psi = start if start is not None else _start(z, obs, rank, seed)
+    """EM from the spectral start (or ``start``): ``(mu, W, psi, trace, converged, e_steps)``.
+
+    Accelerated by SQUAREM (Varadhan & Roland 2008) as the dense EM is: from
+    two EM steps, extrapolate along their direction and take one EM step
+    from there, kept only if the objective there is no lower than after the
+    first plain step. Plain EM took 484 iterations on a generated 300 x
+    2,000 board, 30% observed. The objective is the observed-data
+    log-likelihood plus the prior's term (:func:`_objective`), which EM
+    never lowers. ``max_iter`` counts E-steps; ``trace`` holds the objective
+    at each accepted point.
+    """
+    theta = start if start is not None else _start(z, obs, rank, seed)
+    spread = _column_variance(z, obs)
     trace: list[float] = []
-    converged = False
+    e_steps = 0
+
+    def step(point):
+        """One EM step from ``point``, and the objective at ``point``."""
+        nonlocal e_steps
+        e_steps += 1
+        f, ff, loglik = _e_step(z, obs, *point)
+        return _m_step(z, obs, f, ff, floor, prior), _objective(loglik, point[2], spread, prior)
+
+    def done() -> bool:
+        return len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0)
+
     with one_blas_thread():
-        for _ in range(max_iter):
-            f, ff, loglik = _e_step(z, obs, mu, w, psi)
-            trace.append(loglik)
-            if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0):
-                converged = True
-                break
-            mu, w, psi = _m_step(z, obs, f, ff, floor, prior)
-    return mu, w, psi, trace, converged
+        while e_steps < max_iter:
+            first, value = step(theta)
+            trace.append(value)
+            if done() or e_steps + 2 > max_iter:
+                theta = first
+                if done():
+                    break
+                continue
+            second, value_first = step(first)
+            r = [a - b for a, b in zip(first, theta)]
+            v = [a - 2 * b + c for a, b, c in zip(second, first, theta)]
+            norm_v = np.sqrt(sum(float(np.sum(x**2)) for x in v))
+            alpha = -np.sqrt(sum(float(np.sum(x**2)) for x in r)) / norm_v if norm_v > 0 else -1.0
+            alpha = min(alpha, -1.0)  # -1 is exactly the second EM step
+            mu, w, psi = (t - 2 * alpha * a + alpha**2 * b for t, a, b in zip(theta, r, v))
+            jumped, value_jumped = step((mu, w, np.maximum(psi, floor)))
+            if np.isfinite(value_jumped) and value_jumped >= value_first:
+                theta = jumped
+            else:  # the extrapolation overshot: keep the plain steps
+                theta = second
+    return (*theta, trace, done(), e_steps)
+
+
+def _column_variance(z, obs) -> np.ndarray:
+    """Each item's variance over the models that have it (what the prior pulls toward)."""
+    count = np.maximum(obs.sum(axis=0), 1)
+    values = np.where(obs, z, 0.0)
+    mean = values.sum(axis=0) / count
+    return (values**2).sum(axis=0) / count - mean**2
+
+
+def _objective(loglik: float, psi, spread, prior: float) -> float:
+    """The observed-data log-likelihood plus the prior on the noise, which the M-step
+    maximizes (:func:`_m_step`): ``-prior / 2 * sum(spread / psi + log psi)``."""
+    if prior == 0:
+        return loglik
+    return loglik - 0.5 * prior * float(np.sum(spread / psi + np.log(psi)))
 
 
 def held_out_log_density(z, hidden, mu, w, psi) -> float:
@@ -311,7 +360,7 @@ def choose_rank(z, *, ranks=FACTOR_RANKS, priors=FACTOR_PRIORS, floor: float = 1
     scores: dict[tuple[int, float], float] = {}
 
     def score(r: int, prior: float) -> float:
-        mu, w, psi, _, _ = _fit(train, kept, r, max_iter, tol, floor, seed, prior=prior)
+        mu, w, psi, *_ = _fit(train, kept, r, max_iter, tol, floor, seed, prior=prior)
         scores[r, prior] = held_out_log_density(z, hidden, mu, w, psi)
         return scores[r, prior]
 
