@@ -127,6 +127,16 @@ def test_the_e_step_is_the_textbook_posterior_and_likelihood():
     assert loglik == pytest.approx(want, rel=1e-10)
 
 
+def test_the_covariance_change_is_the_dense_matrices_relative_difference():
+    from benchsel.gaussian.factor import _covariance_change
+
+    a, b = _factors(seed=1), _factors(seed=2)
+    old, new = (a.loadings, a.noise), (a.loadings + 0.01 * b.loadings, 1.01 * a.noise)
+    dense = np.linalg.norm(FactorCovariance(*new).dense() - a.dense()) / np.linalg.norm(a.dense())
+    assert _covariance_change(old, new) == pytest.approx(dense, rel=1e-8)
+    assert _covariance_change(old, old) == 0.0
+
+
 def test_em_never_lowers_the_likelihood_and_recovers_a_planted_model():
     x, truth = _board(300, 120, 3, 0.5, seed=5)
     obs = ~np.isnan(x)

@@ -268,13 +268,20 @@ def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None, prior=0.0):
         f, ff, loglik = _e_step(z, obs, *point)
         return _m_step(z, obs, f, ff, floor, prior), _objective(loglik, point[2], spread, prior)
 
+    points: list[tuple] = []  # (W, psi) at each accepted point, for the covariance's change
+
     def done() -> bool:
-        return len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0)
+        # As the dense EM: the objective and the covariance both stopped moving. The
+        # objective alone stopped a 300 x 3,000 fit after 7 E-steps, far from its optimum.
+        return (len(trace) > 1
+                and abs(trace[-1] - trace[-2]) <= tol * max(abs(trace[-2]), 1.0)
+                and _covariance_change(points[-2], points[-1]) <= tol)
 
     with one_blas_thread():
         while e_steps < max_iter:
             first, value = step(theta)
             trace.append(value)
+            points.append(theta[1:])
             if done() or e_steps + 2 > max_iter:
                 theta = first
                 if done():
@@ -293,6 +300,22 @@ def _fit(z, obs, rank, max_iter, tol, floor, seed, start=None, prior=0.0):
             else:  # the extrapolation overshot: keep the plain steps
                 theta = second
     return (*theta, trace, done(), e_steps)
+
+
+def _covariance_change(old: tuple, new: tuple) -> float:
+    """``||S_new - S_old||_F / ||S_old||_F`` for ``S = W W^T + diag(psi)``, in ``O(N r^2)``.
+
+    From inner products ``<S_a, S_b> = ||W_a^T W_b||^2 + sum psi_b |w_a|^2 +
+    sum psi_a |w_b|^2 + psi_a . psi_b``: nothing ``N x N``.
+    """
+    def inner(a, b) -> float:
+        (wa, pa), (wb, pb) = a, b
+        return float(np.sum((wa.T @ wb) ** 2) + pb @ np.sum(wa**2, axis=1)
+                     + pa @ np.sum(wb**2, axis=1) + pa @ pb)
+
+    size = inner(old, old)
+    diff = max(size + inner(new, new) - 2.0 * inner(old, new), 0.0)
+    return float(np.sqrt(diff / size)) if size > 0 else np.inf
 
 
 def _column_variance(z, obs) -> np.ndarray:
