@@ -93,6 +93,9 @@ START_ORDERS = ("shrink-first", "project-first")
 #: Off-diagonal shrinkage per M-step used by ``em-shrink``.
 DEFAULT_CORRELATION_SHRINKAGE = 0.02
 _LOG_2PI = float(np.log(2 * np.pi))
+#: Options of the factor model alone: the rank and prior, when a fit on a superset of
+#: the rows already chose them (refits of the calibration's splits).
+FACTOR_OPTIONS = ("rank", "prior")
 
 
 class ConvergenceWarning(UserWarning):
@@ -624,7 +627,9 @@ def _auto_method(observed: np.ndarray) -> str:
 def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimate:
     """Dispatch to an estimator by name (see the module docstring).
 
-    ``paper`` runs with the published settings and ignores ``options``.
+    ``paper`` runs with the published settings and ignores ``options``;
+    :data:`FACTOR_OPTIONS` (a rank and prior fixed by an earlier fit) reach
+    the factor model only.
     """
     if method not in COVARIANCE_METHODS:
         raise ValueError(
@@ -643,8 +648,10 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
     if method == "factor":
         from .factor import factor_covariance  # only wide boards need it
 
-        options = {k: v for k, v in options.items() if k in ("floor", "max_iter", "tol")}
+        options = {k: v for k, v in options.items()
+                   if k in ("floor", "max_iter", "tol", "rank", "prior")}
         return factor_covariance(z, **options)
+    options = {k: v for k, v in options.items() if k not in FACTOR_OPTIONS}
     if method == "pairwise":
         options = {k: v for k, v in options.items() if k in ("floor", "shrinkage")}
         return pairwise_covariance(z, **options)

@@ -701,12 +701,17 @@ class GaussianModel:
         from ..calibration.gaussian import GaussianCalibrator
 
         if self._calibrator is None:
-            # EM's splits start from the full fit; the factor model starts from its data.
-            start = None if hasattr(self.estimate_, "factors") else (
-                self.estimate_.mean, self.estimate_.covariance)
+            est = self.estimate_
+            if hasattr(est, "factors"):
+                # The splits' factor models keep the full fit's rank and prior (chosen on
+                # its held-out cells) rather than choosing again, eight fits each.
+                start, fixed = None, {"rank": est.rank, "prior": est.prior}
+            else:  # EM's splits start from the full fit
+                start, fixed = (est.mean, est.covariance), {}
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
-                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start)
+                max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start,
+                **fixed)
         return self._calibrator
 
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
