@@ -29,7 +29,7 @@ standardized units, plus how they were obtained.
   fallback before; on a generated 300-model board with five factors and
   half its cells missing, its ten MI picks left 0.33 / 0.31 / 0.31 of the
   true variance at 1,000 / 2,000 / 3,000 benchmarks, while claiming
-  0.89-0.98; the factor model's left 0.29 and claimed 0.37-0.44:
+  0.89-0.98; the factor model's left 0.29 and claimed 0.28-0.29:
   ``benchmarks/factor_model.py``.)
 * ``paper`` -- the choices of the paper's published code
   (``smolix/benchmark-selection``, ``code/eval_entropy_vs_mi.py`` and
