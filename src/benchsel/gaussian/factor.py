@@ -179,7 +179,7 @@ def _m_step(x: np.ndarray, obs: np.ndarray, f, ff, floor: float, prior: float = 
 
 
 def factor_covariance(
-    z, rank: int | str = "auto", *, prior: float | str = "auto", max_iter: int = 500,
+    z, rank: int | str = "auto", *, prior: float | str = "auto", max_iter: int = 2000,
     tol: float = 1e-5, floor: float = 1e-3, seed=0,
 ) -> FactorEstimate:
     """EM estimate of a factor model ``W W^T + diag(psi)`` from an incomplete board.
@@ -195,7 +195,8 @@ def factor_covariance(
         Weight, in models, of the pull of each item's noise toward its
         observed variance (0: maximum likelihood); ``auto`` chooses it with
         the rank.
-    max_iter : int, default 500
+    max_iter : int, default 2000
+        Cap on E-steps (SQUAREM's included).
     tol : float, default 1e-5
         Converged when the observed-data log-likelihood's relative change
         falls below ``tol``.

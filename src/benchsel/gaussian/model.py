@@ -104,7 +104,8 @@ class GaussianModel:
         Eigenvalue floor of the covariance (standardized units).
     max_iter : int, default 300
         EM iteration cap (the paper reports about 300 on MTEB and 274 on
-        MERGED).
+        MERGED). The factor model keeps its own cap (2,000 E-steps, each
+        far cheaper).
     tol : float, default 1e-5
         EM convergence tolerance on the relative change of the covariance
         and of the observed-data log-likelihood.
