@@ -198,8 +198,9 @@ def factor_covariance(
     max_iter : int, default 2000
         Cap on E-steps (SQUAREM's included).
     tol : float, default 1e-5
-        Converged when the observed-data log-likelihood's relative change
-        falls below ``tol``.
+        Converged when the objective's relative change (the observed-data
+        log-likelihood plus the prior's term) and the covariance's relative
+        Frobenius change both fall below ``tol``.
     floor : float, default 1e-3
         Smallest noise variance (standardized units), as the dense
         estimators' eigenvalue floor.
@@ -232,7 +233,7 @@ def factor_covariance(
         from .covariance import ConvergenceWarning
 
         warnings.warn(
-            f"factor EM (rank {rank}) did not converge in {max_iter} iterations; its last "
+            f"factor EM (rank {rank}) did not converge in {max_iter} E-steps; its last "
             "iterate is used", ConvergenceWarning, stacklevel=2)
     return FactorEstimate(mean=mu, factors=FactorCovariance(w, psi), n_iter=e_steps,
                           converged=converged, log_likelihood=np.array(trace),
