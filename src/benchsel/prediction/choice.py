@@ -145,6 +145,11 @@ def choose_completer(
     it did not earn its place (docs/intervals.md, "Which rules earn their
     place").
 
+    A candidate that would need more memory than the budget
+    (:class:`~benchsel._memory.MemoryBudgetError`: ``ridge``'s ``N x N``
+    correlations on a board of 25,000 benchmarks) predicts nothing, so it
+    ranks last, with one :class:`~benchsel.matrix.DataWarning` naming it.
+
     Parameters
     ----------
     values : ndarray of shape (M, N)
