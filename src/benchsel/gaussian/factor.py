@@ -39,6 +39,7 @@ import numpy as np
 
 from .._lowrank import FactorCovariance
 from .._parallel import one_blas_thread
+from .conditional import conditional_moments
 
 __all__ = ["FactorCovariance", "FactorEstimate", "choose_rank", "factor_covariance",
            "FACTOR_PRIORS", "FACTOR_RANKS"]
@@ -342,11 +343,7 @@ def _objective(loglik: float, psi, spread, prior: float) -> float:
 
 def held_out_log_density(z, hidden, mu, w, psi) -> float:
     """Mean log density of the ``hidden`` cells of ``z`` given each model's other cells."""
-    visible = ~np.isnan(z) & ~hidden
-    f, ff, _ = _e_step(z, visible, mu, w, psi)
-    cov_f = ff - f[:, :, None] * f[:, None, :]
-    mean = mu + f @ w.T
-    var = np.einsum("jk,ikl,jl->ij", w, cov_f, w) + psi
+    mean, var = conditional_moments(np.where(hidden, np.nan, z), mu, FactorCovariance(w, psi))
     rows, cols = np.nonzero(hidden)
     resid = z[rows, cols] - mean[rows, cols]
     v = var[rows, cols]
