@@ -1,8 +1,9 @@
 """A covariance kept as low rank plus a diagonal, and its algebra through Woodbury.
 
-``Sigma = W W^T + diag(psi)`` with ``W`` of shape ``(N, r)``: a column, the
-diagonal of the inverse, a conditional and the factors' posterior all cost
-``O(N r^2)`` at most, and nothing ``N x N`` is formed unless
+``Sigma = W W^T + diag(psi)`` with ``W`` of shape ``(N, r)``: the diagonal,
+the diagonal of the inverse and the factors' posterior precision cost
+``O(N r^2)`` at most (conditioning on it is
+:func:`benchsel.gaussian.conditional_moments`'s), and nothing ``N x N`` is formed unless
 :meth:`FactorCovariance.dense` is asked for (and the memory budget allows
 it). :mod:`benchsel.gaussian.factor` fits one; greedy selection
 (:mod:`benchsel.selection.lowrank`) works from it directly.
@@ -46,12 +47,6 @@ class FactorCovariance:
     def diagonal(self) -> np.ndarray:
         return np.einsum("ij,ij->i", self.loadings, self.loadings) + self.noise
 
-    def column(self, j: int) -> np.ndarray:
-        """``Sigma[:, j]`` in ``O(N r)``."""
-        col = self.loadings @ self.loadings[j]
-        col[j] += self.noise[j]
-        return col
-
     def dense(self, what: str = "the factor model's covariance") -> np.ndarray:
         """The ``N x N`` matrix, after checking that it fits the memory budget."""
         n = self.noise.size
@@ -65,25 +60,6 @@ class FactorCovariance:
         """``I + W_A^T diag(psi_A)^-1 W_A``: the precision of the factors given items ``A``."""
         w = self.loadings[items]
         return np.eye(self.rank) + (w / self.noise[items, None]).T @ w
-
-    def conditional(self, given, values) -> tuple[np.ndarray, np.ndarray]:
-        """Mean shift and variance of every item given ``values`` (centred) on items ``given``.
-
-        Returns ``(mean, variance)`` of shape ``(M, N)`` and ``(N,)``: the
-        conditional mean of each item minus its unconditional mean, and its
-        conditional variance (0 on the given items, where the mean is the
-        given value). ``values`` has shape ``(M, len(given))``.
-        """
-        given = np.asarray(given, dtype=np.intp)
-        values = np.atleast_2d(np.asarray(values, dtype=float))
-        w = self.loadings
-        cov_f = np.linalg.inv(self.factor_precision(given))
-        f = values @ (w[given] / self.noise[given, None]) @ cov_f  # (M, r)
-        mean = f @ w.T
-        var = np.einsum("ij,jk,ik->i", w, cov_f, w) + self.noise
-        mean[:, given] = values
-        var[given] = 0.0
-        return mean, var
 
     def inverse_diagonal(self, items=None) -> np.ndarray:
         """Diagonal of ``inv(Sigma[items, items])`` (all items by default), by Woodbury."""
