@@ -9,6 +9,7 @@ from benchsel import GaussianModel, load_dataset
 from benchsel.gaussian.covariance import estimate_covariance
 from benchsel.matrix import Standardizer
 from benchsel.prediction import choose_completer, complete_new_rows
+from benchsel.prediction.choice import auto_candidates
 from benchsel.prediction.completers import _Latent, soft_impute
 from benchsel.prediction.fits import INDUCTIVE, FitStore, GaussianFit, SvdFit, held_out_completion
 from benchsel.prediction.holdout import choice_folds
@@ -117,7 +118,33 @@ def test_a_second_set_of_given_benchmarks_reuses_every_fit():
         kept = choose_completer(values, given=two, split=split, fits=store)
         assert kept == choose_completer(values, given=two, split=split)  # a fresh store
     assert len(store) == fitted
-    assert set(INDUCTIVE) <= set(kept.medape)
+    assert set(INDUCTIVE) & set(auto_candidates(values)) <= set(kept.medape)
+
+
+def test_auto_leaves_plain_em_to_complete_boards():
+    # On a board with a missing cell the plain EM Gaussian is not compared, and
+    # nothing fits it: its EM would run to its cap.
+    values = _board()
+    assert np.isnan(values).any()
+    store = FitStore()
+    choice = choose_completer(values, given=np.arange(values.shape[1]) < 2, fits=store)
+    assert "gaussian-em" not in choice.medape and "gaussian" in choice.medape
+    assert "em" not in {kind for kind, _, _ in store._fits}
+    complete = np.where(np.isnan(values), np.nanmean(values, axis=0), values)
+    assert "gaussian-em" in auto_candidates(complete)
+    assert "gaussian-em" in choose_completer(complete, given=np.arange(values.shape[1]) < 2).medape
+
+
+def test_a_fit_asked_for_by_auto_and_by_its_name_is_made_once():
+    # gp's base asks for "auto", gaussian for "em-shrink": on a board with missing
+    # cells they are one fit, and the same numbers as a fit asked for by name.
+    values = _board()
+    store = FitStore()
+    by_auto = store.get(values, "auto")
+    assert store.get(values, "em-shrink") is by_auto and len(store) == 1
+    named = GaussianFit(values, "em-shrink")
+    np.testing.assert_array_equal(by_auto.covariance, named.covariance)
+    np.testing.assert_array_equal(GaussianFit(values, "auto").covariance, named.covariance)
 
 
 def _same_store(got: FitStore, want: FitStore, keys=None) -> None:

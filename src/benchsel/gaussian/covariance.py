@@ -599,8 +599,14 @@ def working_covariance(est):
     return getattr(est, "factors", None) or est.covariance
 
 
-def _auto_method(observed: np.ndarray) -> str:
-    """What ``auto`` resolves to on this missingness (see the module docstring)."""
+def resolve_auto(observed: np.ndarray) -> str:
+    """The estimator ``auto`` runs on this missingness (see the module docstring).
+
+    It warns, once per call, when it leaves EM or the pairwise estimate for
+    the factor model, naming why. Fits that are asked for by ``auto`` and
+    by the name it resolves to are the same fit
+    (:meth:`~benchsel.prediction.fits.FitStore.get` keys them once).
+    """
     n = observed.shape[1]
     if observed.all() and pairwise_memory_bytes(n) <= memory_budget():
         return "pairwise"
@@ -642,7 +648,7 @@ def estimate_covariance(z, method: str = "auto", **options) -> CovarianceEstimat
         return CovarianceEstimate(mean=np.zeros(0), covariance=np.zeros((0, 0)),
                                   method="pairwise" if method == "auto" else method)
     if method == "auto":
-        method = _auto_method(~np.isnan(z))
+        method = resolve_auto(~np.isnan(z))
     if method == "paper":
         return paper_covariance(z)
     if method == "factor":

@@ -19,7 +19,8 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
 * ``gp`` -- ``gaussian`` plus a Gaussian-process correction of its
   residuals from the benchmarks a row has, for rows with at most 10
   observed scores (:mod:`benchsel.prediction.gp`); ``gaussian`` elsewhere.
-* ``auto`` -- the method of :data:`AUTO_CANDIDATES` that wins a
+* ``auto`` -- the method of
+  :func:`~benchsel.prediction.choice.auto_candidates` that wins a
   cross-validation on the matrix itself
   (:func:`choose_completer`: the ``complete`` protocol's hidden cells, but
   drawn from the matrix being completed, so a held-out cell of an outer

@@ -29,6 +29,7 @@ from ..gaussian.covariance import (
     em_affordable,
     estimate_covariance,
     fit_standardizer,
+    resolve_auto,
     working_covariance,
 )
 from ..matrix import Standardizer
@@ -349,6 +350,7 @@ class FitStore:
         """``SvdFit(source)`` or ``GaussianFit(source, kind)``, fitted on the first
         request only."""
         source = np.ascontiguousarray(source, dtype=float)
+        kind = _runs(source, kind)
         key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
         if key in self._unchecked:
             where = self._unchecked.pop(key)
@@ -442,6 +444,20 @@ class FitStore:
         if shipped:
             store._shipped = set(store._fits)
         return store
+
+
+def _runs(source: np.ndarray, kind: str) -> str:
+    """The estimator a fit of ``kind`` on ``source`` runs: ``auto`` resolved.
+
+    ``gaussian`` asks for its new-row estimator by name
+    (:func:`new_row_covariance`) and ``gp``'s base for ``auto``; on the rows
+    of a choice's fold they are the same fit, made once. ``auto`` reads the
+    columns the fit standardizes (those not constant on ``source``).
+    """
+    if kind != "auto":
+        return kind
+    cols = ~fit_standardizer(source).constant
+    return resolve_auto(~np.isnan(source[:, cols]))
 
 
 #: The largest file of fits read (a board of 2,000 columns has fits of tens of MB).
