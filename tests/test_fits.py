@@ -9,8 +9,9 @@ from benchsel import GaussianModel, load_dataset
 from benchsel.gaussian.covariance import estimate_covariance
 from benchsel.matrix import Standardizer
 from benchsel.prediction import choose_completer, complete_new_rows
+from benchsel.prediction.cache import CompletionCache
 from benchsel.prediction.choice import auto_candidates
-from benchsel.prediction.completers import _Latent, soft_impute
+from benchsel.prediction.completers import _Latent, complete_ridge, soft_impute
 from benchsel.prediction.fits import INDUCTIVE, FitStore, GaussianFit, SvdFit, held_out_completion
 from benchsel.prediction.holdout import choice_folds
 
@@ -331,3 +332,23 @@ def test_a_row_at_the_score_bound_keeps_error_bars_of_positive_width():
     p = GaussianModel().fit(scores).predict({"GPQA": 0.9, "MUSR": 0.9}, method="svd")
     width = (p.high - p.low)[~np.asarray(p.observed, dtype=bool)]
     assert (width > 0.05).all(), width
+
+
+def test_ridge_asked_for_some_rows_predicts_them_as_the_whole_completion():
+    # A held-out fold reads the rows that hide cells: ridge predicts those alone,
+    # fitted on every row, the same numbers as completing the whole matrix.
+    values = load_dataset("merged").values
+    rows = np.zeros(values.shape[0], bool)
+    rows[np.random.default_rng(0).choice(values.shape[0], 20, replace=False)] = True
+    whole = complete_ridge(values)
+    cache = CompletionCache()
+    some = cache.get(values, "ridge", rows)
+    np.testing.assert_array_equal(some.mean[rows], whole.mean[rows])
+    np.testing.assert_array_equal(some.std[rows], whole.std[rows])
+    assert np.isnan(some.mean[~rows][np.isnan(values[~rows])]).all()
+    # A whole completion asked for later is not the partial one, and blends keep rows apart.
+    np.testing.assert_array_equal(cache.get(values, "ridge").mean, whole.mean)
+    both = cache.get(values, "svd+ridge", rows)
+    np.testing.assert_array_equal(cache.get(values, "svd+ridge").mean[rows], both.mean[rows])
+    # A method that completes every row keeps one entry whatever the rows.
+    assert cache.get(values, "mean", rows) is cache.get(values, "mean")

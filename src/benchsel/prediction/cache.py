@@ -17,6 +17,8 @@ __all__ = ["CompletionCache"]
 
 #: Blends by their parts, so that comparing methods completes each part once.
 _BLENDS = {"svd+ridge": ("svd", "ridge"), "gaussian+svd": ("gaussian", "svd")}
+#: Methods that can predict some rows only (``CompletionCache.get``'s ``rows``).
+_BY_ROWS = ("ridge",)
 
 
 class CompletionCache:
@@ -38,14 +40,28 @@ class CompletionCache:
         self._done: dict[tuple, Completion] = {}
         self._held: dict[tuple, _HeldRows] = {}
 
-    def get(self, values: np.ndarray, method: str) -> Completion:
-        """``complete(values, method)``, computed on the first request only."""
+    def get(self, values: np.ndarray, method: str, rows=None) -> Completion:
+        """``complete(values, method)``, computed on the first request only.
+
+        ``rows`` (a boolean mask of rows, or None for all): the only rows
+        the caller reads. ``ridge`` predicts the missing cells of those rows
+        only, from fits on every row (:func:`complete_ridge`); every other
+        method completes the whole matrix, kept for any caller.
+        """
         values = np.ascontiguousarray(values, dtype=float)
-        key = (method, values.shape, hashlib.blake2b(values.tobytes(), digest_size=20).digest())
+        parts = _BLENDS.get(method)
+        if rows is not None and not set(parts or (method,)) & set(_BY_ROWS):
+            rows = None  # the method completes every row: one entry serves all callers
+        digest = hashlib.blake2b(values.tobytes(), digest_size=20)
+        if rows is not None:
+            rows = np.asarray(rows, dtype=bool)
+            digest.update(np.packbits(rows).tobytes())
+        key = (method, rows is not None, values.shape, digest.digest())
         if key not in self._done:
-            parts = _BLENDS.get(method)
             if parts:
-                done = _blend(self.get(values, parts[0]), self.get(values, parts[1]))
+                done = _blend(self.get(values, parts[0], rows), self.get(values, parts[1], rows))
+            elif rows is not None:
+                done = COMPLETERS[method](values, rows=rows)
             elif method == "gp":  # auto compares it with gaussian: fit that once
                 done = complete_gp(values, self.get(values, "gaussian"))
             elif method == "auto":

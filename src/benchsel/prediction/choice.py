@@ -275,7 +275,7 @@ def held_out_cells(values: np.ndarray, held, hidden: np.ndarray, method: str,
     """
     if held is not None and method in INDUCTIVE:
         return cache.held_out(values, held, hidden, method, fits).mean[hidden]
-    return cache.get(np.where(hidden, np.nan, values), method).mean[hidden]
+    return cache.get(np.where(hidden, np.nan, values), method, hidden.any(axis=1)).mean[hidden]
 
 
 def choose_for_new_models(

@@ -325,7 +325,8 @@ def _pair_correlations(z: np.ndarray, min_pairs: int = 5) -> np.ndarray:
     return corr
 
 
-def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0) -> Completion:
+def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0,
+                   rows=None) -> Completion:
     """Per missing cell: ridge on the most correlated benchmarks the model has.
 
     For target column ``j`` the candidates are the ``n_predictors`` columns
@@ -336,6 +337,11 @@ def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0
     by ``sqrt(n / (n - p - 1))``. Cells whose model has none of the
     candidates, or whose fit would have fewer than ``p + 3`` models, are
     left unpredicted.
+
+    ``rows`` (indices or a boolean mask) limits the prediction to those
+    rows' missing cells, the others staying NaN; the fits still use every
+    row. A held-out fold reads the rows that hide cells only, and predicting
+    every missing cell of a sparse board cost most of ``ridge``'s time.
     """
     lat = _Latent(values)
     z = lat.z
@@ -343,10 +349,14 @@ def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0
     corr = np.abs(_pair_correlations(z))
     mean = np.full(z.shape, np.nan)
     sd = np.full(z.shape, np.nan)
+    asked = np.ones(z.shape[0], dtype=bool)
+    if rows is not None:
+        asked[:] = False
+        asked[rows] = True
     cache: dict[tuple, tuple] = {}
     for j in range(z.shape[1]):
         top = [c for c in np.argsort(-corr[:, j])[:n_predictors] if corr[c, j] > 0]
-        for i in np.flatnonzero(~observed[:, j]):
+        for i in np.flatnonzero(~observed[:, j] & asked):
             use = tuple(c for c in top if observed[i, c])
             if not use:
                 continue
@@ -416,21 +426,28 @@ COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
 
 
 def complete(
-    values: np.ndarray, method: str = "gaussian", *, cache: CompletionCache | None = None
+    values: np.ndarray, method: str = "gaussian", *, cache: CompletionCache | None = None,
+    rows=None,
 ) -> Completion:
     """Complete ``values`` with the named method (see :data:`COMPLETERS`).
 
     With ``cache`` a completion of the same matrix by the same method is
-    computed once (see :class:`CompletionCache`).
+    computed once (see :class:`CompletionCache`). ``rows``: the only rows
+    the caller reads; a method may leave the others' missing cells NaN
+    (``ridge`` does, :meth:`CompletionCache.get`).
     """
     if method not in COMPLETERS:
         raise ValueError(
             f"completion method must be one of {', '.join(COMPLETERS)}; got {method!r}"
         )
     values = np.asarray(values, dtype=float)
-    if cache is None:
+    if cache is None and rows is None:
         return COMPLETERS[method](values)
-    return cache.get(values, method)
+    if cache is None:
+        from .cache import CompletionCache  # cache imports this module
+
+        cache = CompletionCache()
+    return cache.get(values, method, rows)
 
 
 def complete_new_rows(

@@ -525,7 +525,7 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
     mean[rows], std[rows] = part.mean, part.std
     held_out = np.where(hidden, np.nan, values)
     if method == "svd+ridge":
-        return _blend(Completion(mean, std), cache.get(held_out, "ridge"))
+        return _blend(Completion(mean, std), cache.get(held_out, "ridge", hidden.any(axis=1)))
     if method == "gp":  # complete_gp's rule, with the base fitted on the kept rows
         todo = _gp_rows(x)
         base = source[~_gp_rows(source)]

@@ -254,10 +254,37 @@ def residual_process(z: np.ndarray, mean: np.ndarray, sigma: np.ndarray, rows: n
         # Hyperparameters from the largest group (most targets, then most models).
         _, _, inputs, residuals = max(fits.values(), key=lambda f: (len(f[1]), f[0].size))
         length, noise = choose_hyperparameters(inputs, residuals)
-        inputs_new = sub[np.ix_(members, given)]
-        for _, targets, inputs, residuals in fits.values():
-            correction, spread = fit_residual_gp(inputs, residuals, length, noise).predict(
-                inputs_new)
+        # Every group's kernels are blocks of the kernels on all training models,
+        # computed once: a group costs one Cholesky factorization.
+        train_inputs = z[np.ix_(train, given)]
+        gram = kernel(train_inputs, train_inputs, length)
+        cross = kernel(sub[np.ix_(members, given)], train_inputs, length)
+        for fit_rows, targets, _, residuals in fits.values():
+            correction, spread = _group_posterior(
+                gram[np.ix_(fit_rows, fit_rows)], cross[:, fit_rows], residuals, noise)
             mu[np.ix_(members, targets)] += correction
             sd[np.ix_(members, targets)] = spread
     return mu, sd
+
+
+def _group_posterior(gram: np.ndarray, cross: np.ndarray, targets: np.ndarray,
+                     noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`ResidualGP.predict` of ``fit_residual_gp(inputs, targets, length, noise)``
+    from the kernel blocks: ``gram`` on the inputs, ``cross`` from the new rows to them.
+
+    The same algebra without recomputing the kernel and with LAPACK called
+    directly: a residual process fits hundreds of small groups, and their
+    wrappers cost more than their factorizations (checked against the
+    per-target solves in ``tests/test_gp.py``).
+    """
+    n = len(targets)
+    offset = targets.mean(axis=0)
+    centred = targets - offset
+    factor = np.linalg.cholesky(gram + noise * np.eye(n))
+    half_weights = solve_triangular(factor, centred, lower=True, check_finite=False)
+    weights = solve_triangular(factor, half_weights, lower=True, trans="T", check_finite=False)
+    # centred' K^-1 centred, the profile maximizer of the signal variance times n.
+    scale = np.maximum((half_weights**2).sum(axis=0) / n, np.finfo(float).tiny)
+    half = solve_triangular(factor, cross.T, lower=True, check_finite=False)
+    unit = np.maximum(1.0 - (half**2).sum(axis=0) + noise, 0.0)
+    return offset + cross @ weights, np.sqrt(np.multiply.outer(unit, scale))

@@ -89,7 +89,7 @@ def _hidden_residuals(values, mask, method, cache, held=None, fits=None):
     if held is not None and method in INDUCTIVE:
         res = (cache or CompletionCache()).held_out(values, held, mask, method, fits)
     else:
-        res = complete(train, method, cache=cache)
+        res = complete(train, method, cache=cache, rows=mask.any(axis=1))
     hiding = mask.any(axis=1)
     z = Standardizer.fit(train).transform(train)
     outside = np.zeros(values.shape[0])
