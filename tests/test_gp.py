@@ -361,3 +361,61 @@ def test_cv_labels_several_choices_when_validation_models_miss_some_selected_sco
     assert len(set(used)) >= 2  # several choices, each named
     assert all(m in benchsel.prediction.COMPLETERS for m in used)
     assert 0 <= cover <= 1 and pred.shape == (int(scored.sum()),)
+
+
+def _process_by_hand(z, mean, sigma, rows):
+    """The residual process one target group at a time, by fit_residual_gp (the reference)."""
+    from benchsel.gaussian.conditional import conditional_moments
+
+    obs = ~np.isnan(z)
+    mu, var = conditional_moments(z[rows], mean, sigma)
+    sd = np.sqrt(var)
+    mu[obs[rows]], sd[obs[rows]] = np.nan, np.nan
+    for r, i in enumerate(rows):
+        given = np.flatnonzero(obs[i])
+        train = np.flatnonzero(obs[:, given].all(axis=1) & (obs.sum(axis=1) > given.size))
+        if not given.size or train.size < residual_gp.MIN_ROWS:
+            continue
+        x = np.full((train.size, z.shape[1]), np.nan)
+        x[:, given] = z[np.ix_(train, given)]
+        base, _ = conditional_moments(x, mean, sigma)
+        groups = {}
+        for j in np.flatnonzero(~obs[i]):
+            fit = residual_gp._spread(np.flatnonzero(obs[train, j]), residual_gp.MAX_ROWS)
+            if fit.size >= residual_gp.MIN_ROWS:
+                groups.setdefault(fit.tobytes(), []).append(j)
+        if not groups:
+            continue
+        fits = [(np.frombuffer(key, dtype=np.intp), js) for key, js in groups.items()]
+        fit, js = max(fits, key=lambda f: (len(f[1]), f[0].size))
+        length, noise = residual_gp.choose_hyperparameters(
+            z[np.ix_(train[fit], given)], z[np.ix_(train[fit], js)] - base[np.ix_(fit, js)])
+        for fit, js in fits:
+            gp_fit = residual_gp.fit_residual_gp(
+                z[np.ix_(train[fit], given)], z[np.ix_(train[fit], js)] - base[np.ix_(fit, js)],
+                length, noise)
+            correction, spread = gp_fit.predict(z[i, given][None, :])
+            mu[r, js] += correction[0]
+            sd[r, js] = spread[0]
+    return mu, sd
+
+
+def test_the_process_is_the_process_fitted_group_by_group():
+    # MERGED's training models lack targets in many ways: groups of many sizes,
+    # each from its block of the kernel on all training models.
+    values = benchsel.load_dataset("merged").values
+    spread = np.nanstd(values, axis=0)
+    z = (values - np.nanmean(values, axis=0)) / np.where(spread > 0, spread, 1.0)
+    rng = np.random.default_rng(3)
+    rows = np.arange(12)
+    common = np.argsort(-(~np.isnan(z)).sum(axis=0))[:8]
+    for i in rows:  # new models run on 1 to 5 of the common benchmarks
+        keep = rng.choice(common, rng.integers(1, 6), replace=False)
+        z[i, np.setdiff1d(np.arange(z.shape[1]), keep)] = np.nan
+    filled = np.where(np.isnan(z[12:]), 0.0, z[12:])
+    mean, sigma = filled.mean(axis=0), np.cov(filled, rowvar=False) + 0.1 * np.eye(z.shape[1])
+    got = residual_gp.residual_process(z, mean, sigma, rows)
+    want = _process_by_hand(z, mean, sigma, rows)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-7, atol=1e-9)
+    assert np.isfinite(got[0][np.isnan(z[rows])]).all()

@@ -68,14 +68,24 @@ class GaussianCalibrator:
         and still converges on its own training models alone. The start has
         seen the split's held-out models, which can show only in where EM
         stops (differences of about 1e-3 in standardized units).
+    shared : (values, FitStore), optional
+        The scores ``z`` standardizes (``z`` an affine map of ``values``,
+        column by column) and the store of ``auto``'s fits on them: each
+        split's Gaussian is then the store's ``auto`` fit of its training
+        rows (:meth:`~benchsel.prediction.fits.FitStore.get`), made once for
+        the calibration and ``auto``'s choice, whose random folds hold out
+        the same models, and kept with the board's other fits. Only for
+        the default estimator and options, which those fits use; ``start``
+        is then unused.
     **options
         Passed to :func:`~benchsel.gaussian.covariance.estimate_covariance`.
     """
 
     def __init__(self, z, *, covariance: str = "auto", ridge: float = 0.0, clip: float = 10.0,
-                 folds: int = 3, seed=0, start=None, **options):
+                 folds: int = 3, seed=0, start=None, shared=None, **options):
         z = np.asarray(z, dtype=float)
         self.ridge = ridge
+        self._shared = shared
         self._n_items = z.shape[1]
         self._fits = []
         self._cache: dict[tuple, tuple] = {}
@@ -96,6 +106,8 @@ class GaussianCalibrator:
         """(cols, train, held, mean, covariance) of one split, in its own standardization."""
         options = dict(self._fit_options)
         covariance, clip, start = (options.pop(k) for k in ("covariance", "clip", "start"))
+        if self._shared is not None:
+            return self._shared_split(split, clip)
         std = fit_standardizer(z[split.train], covariance)
         cols = np.flatnonzero(~std.constant)
         if cols.size < 2:
@@ -110,6 +122,20 @@ class GaussianCalibrator:
             warnings.simplefilter("ignore", ConvergenceWarning)
             est = estimate_covariance(train, covariance, **options)
         return cols, train, held, est.mean, working_covariance(est)
+
+    def _shared_split(self, split, clip: float):
+        """:meth:`_fit_split` from the store's fit of the split's training rows.
+
+        Standardizing the rows of ``z`` or of the scores it maps gives the
+        same units, so the store's fit (standardized on the raw rows) serves.
+        """
+        values, store = self._shared
+        fit = store.get(values[split.train], "auto")
+        if fit.cols.size < 2:
+            return None
+        held = np.clip(fit.std.transform(values[np.ix_(split.validation, fit.cols)], fit.cols),
+                       -clip, clip)
+        return fit.cols, fit.z(values[split.train]), held, fit.mean, fit.covariance
 
     def frontier_shift(self, given) -> np.ndarray:
         """Per item, the conditional mean's bias on the strongest source models, in SDs.

@@ -260,15 +260,15 @@ def _fold(
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_covariance(z_train, covariance)
     sigma, mean = est.covariance, est.mean
-    calibrator = (GaussianCalibrator(z_train, covariance=covariance, ridge=ridge, clip=clip,
-                                     seed=[seed, fold.index], start=(mean, sigma))
-                  if calibrate else None)
     observed = ~np.isnan(z_val)
     # Any predictor but the paper's conditional mean is scored as it ships: the
     # fold's training models fitted by GaussianModel, each k's prediction made by
-    # its predict (see _shipped_scores).
+    # its predict (see _shipped_scores), calibrated by its own calibration.
     shipped = (None if predictor == "gaussian" else
                _shipped_model(values[fold.train], covariance, transform, calibrate))
+    calibrator = (GaussianCalibrator(z_train, covariance=covariance, ridge=ridge, clip=clip,
+                                     seed=[seed, fold.index], start=(mean, sigma))
+                  if calibrate and shipped is None else None)
     # A validation model with none of the selected scores is predicted as the
     # mean; its intervals get the width a model beyond every training model
     # needs, as `predict` gives it (unknown_calibration, made once if needed).

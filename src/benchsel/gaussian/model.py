@@ -712,8 +712,24 @@ class GaussianModel:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start,
-                **fixed)
+                shared=self._shared_fits(), **fixed)
         return self._calibrator
+
+    def _shared_fits(self):
+        """``(scores, FitStore)`` when the calibration's splits can be ``auto``'s fits
+        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s ``shared``),
+        else None.
+
+        Those fits standardize the raw scores and use the default estimator:
+        so only without a transform, with the default covariance options,
+        and not for the factor model (its splits keep the full fit's rank).
+        """
+        defaults = type(self)()
+        same = all(getattr(self, name) == getattr(defaults, name)
+                   for name in ("covariance", "floor", "max_iter", "tol", "shrinkage"))
+        if not same or self.transform_.name != "none" or hasattr(self.estimate_, "factors"):
+            return None
+        return self.scores_.values, self.auto_memo.fits
 
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
         """Per row and item, the conditional mean's correction in model units.

@@ -40,9 +40,12 @@ def board_fits(model) -> FitStore:
     The choice's folds for a new model inside the sources' range and
     beyond it; the calibration's strength splits and the
     fit on the whole matrix, for every method of
-    :data:`~benchsel.prediction.fits.INDUCTIVE`. They do not depend on the
-    benchmarks given (one is given here), so this is every fit any
-    prediction on the board needs. Slow: what the shipped files save.
+    :data:`~benchsel.prediction.fits.INDUCTIVE`; the Gaussian's calibration
+    splits and frontier split, where they are ``auto``'s fits
+    (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s
+    ``shared``). They do not depend on the benchmarks given (one is given
+    here), so this is every fit any prediction on the board needs. Slow:
+    what the shipped files save.
     """
     from .choice import choose_completer
     from .completers import complete_new_rows
@@ -58,6 +61,8 @@ def board_fits(model) -> FitStore:
     for method in INDUCTIVE:
         completion_residuals(values, method, given=given, fits=store)
         complete_new_rows(values, row, method, fits=store)
+    if model.calibration != "none":
+        model._calibrator_for_predict().frontier_shift(given)
     return store
 
 
