@@ -239,7 +239,7 @@ def test_auto_calibrates_the_gaussian_only_for_rows_it_predicts():
     # The Gaussian's calibration refits the covariance on five splits: a row
     # that auto predicts by another method must not pay for it, and every row
     # gets what it would get alone.
-    data = load_dataset("bigcodebench")
+    data = load_dataset("livebench")
     frame = data.to_frame()
     items = [data.items[0], data.items[2]]
     strong = {b: float(frame[b].max()) for b in items}  # auto picks a completer here

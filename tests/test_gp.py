@@ -321,8 +321,12 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
 
     values = load_dataset("merged").cleaned().values
     train, new = values[:100].copy(), values[100:].copy()
-    train[:12, 8:] = np.nan  # training rows the process predicts too (<= 10 scores)
-    train[12:, 5] = 55.0  # a column constant on the source rows: its mean stands
+    # Every training row with more than 10 scores: complete_gp's stack then fits
+    # its Gaussian on the same rows as gp_base (with sparser training rows it
+    # leaves them out, as it cannot tell them from the new ones).
+    dense = (~np.isnan(train)).sum(axis=1) > 10
+    train = train[dense]
+    train[:, 5] = 55.0  # a column constant on the source rows: its mean stands
     keep = np.zeros(new.shape[1], dtype=bool)
     keep[[0, 3, 7, 20, 40]] = True
     new[:, ~keep] = np.nan
@@ -335,10 +339,29 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
     for pattern in patterns:
         rows = np.flatnonzero([tuple(~np.isnan(row)) == pattern for row in new])
         stack = complete(np.vstack([train, new[rows]]), "gp")
-        np.testing.assert_allclose(together.mean[rows], stack.mean[100:], rtol=1e-10)
-        np.testing.assert_allclose(together.std[rows], stack.std[100:], rtol=1e-10)
+        np.testing.assert_allclose(together.mean[rows], stack.mean[len(train):], rtol=1e-10)
+        np.testing.assert_allclose(together.std[rows], stack.std[len(train):], rtol=1e-10)
     assert not np.isnan(together.mean).any()
     np.testing.assert_allclose(together.mean[:, 5], np.nanmean(train[:, 5]), rtol=1e-12)
+
+
+def test_gp_predicts_new_rows_on_gaussians_own_fit_of_every_training_row():
+    from benchsel.datasets import load_dataset
+    from benchsel.prediction.completers import complete_new_rows
+    from benchsel.prediction.fits import FitStore
+
+    values = load_dataset("merged").cleaned().values
+    train, new = values[:100].copy(), values[100:].copy()
+    train[:12, 8:] = np.nan  # training rows with <= 10 scores stay in the Gaussian
+    new[:, 5:] = np.nan
+    fits = FitStore()
+    alone = complete_new_rows(train, new, "gaussian", fits=fits)
+    made = len(fits)
+    corrected = complete_new_rows(train, new, "gp", fits=fits)
+    assert len(fits) == made == 1  # one fit: gaussian's
+    # Cells the process cannot correct are the Gaussian's.
+    same = corrected.mean == alone.mean
+    assert same.any() and not same.all()
 
 
 def test_cv_labels_several_choices_when_validation_models_miss_some_selected_scores():

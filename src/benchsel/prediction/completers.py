@@ -188,6 +188,19 @@ def _gp_rows(values: np.ndarray) -> np.ndarray:
     return (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
 
 
+def gp_base(source: np.ndarray) -> np.ndarray:
+    """The rows of ``source`` (the training models) the Gaussian under ``gp``'s
+    process is fitted on, when it predicts new rows: all of them, so that it
+    is ``gaussian``'s own fit of the same rows, made once.
+
+    (It used to leave out the training rows with at most
+    :data:`~benchsel.prediction.gp.MAX_INPUTS` scores, as :func:`complete_gp`
+    leaves out the rows it predicts: on a sparse board a second EM fit of
+    nearly the same rows for every fold of ``auto``'s choice.)
+    """
+    return source
+
+
 def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Completion:
     """``gaussian``, but rows with at most ``MAX_INPUTS`` scores by :mod:`benchsel.prediction.gp`.
 
@@ -506,7 +519,7 @@ def complete_new_rows(
             # Rows of one pattern cannot train each other's process: one stack
             # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
             todo = rows[_gp_rows(new[rows])]
-            source = train[~_gp_rows(train)]
+            source = gp_base(train)
             if todo.size and len(source) >= gp.MIN_ROWS:  # else the Gaussian stands
                 base = fits.get(source, "auto")
                 patterns, inverse = unique_rows(~np.isnan(new[todo]))

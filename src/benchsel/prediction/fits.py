@@ -515,7 +515,7 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
         Of the shape of ``values``: mean and std on the rows that hide
         cells, NaN elsewhere.
     """
-    from .completers import Completion, _blend, _gp_rows
+    from .completers import Completion, _blend, _gp_rows, gp_base
 
     rows = np.flatnonzero(hidden.any(axis=1))
     x = np.where(hidden[rows], np.nan, values[rows])
@@ -528,7 +528,7 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
         return _blend(Completion(mean, std), cache.get(held_out, "ridge", hidden.any(axis=1)))
     if method == "gp":  # complete_gp's rule, with the base fitted on the kept rows
         todo = _gp_rows(x)
-        base = source[~_gp_rows(source)]
+        base = gp_base(source)
         if todo.any() and len(base) >= gp.MIN_ROWS:
             some = rows[todo]
             part = fits.get(base, "auto").residual_process(held_out, some)
