@@ -65,6 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg.lapack import dpotrf, dtrtrs
 
 from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
@@ -280,11 +281,19 @@ def _group_posterior(gram: np.ndarray, cross: np.ndarray, targets: np.ndarray,
     n = len(targets)
     offset = targets.mean(axis=0)
     centred = targets - offset
-    factor = np.linalg.cholesky(gram + noise * np.eye(n))
-    half_weights = solve_triangular(factor, centred, lower=True, check_finite=False)
-    weights = solve_triangular(factor, half_weights, lower=True, trans="T", check_finite=False)
+    width = centred.shape[1] if centred.ndim == 2 else 1
+    # A symmetric matrix is its own transpose: the C-ordered sum is read as Fortran.
+    factor, info = dpotrf((gram + noise * np.eye(n)).T, lower=1, clean=1)
+    if info:
+        raise np.linalg.LinAlgError(f"the residual process's kernel is not positive "
+                                    f"definite (LAPACK dpotrf info {info})")
+    # One solve for the targets and the new rows: L^-1 [y, k*].
+    right = np.asfortranarray(np.column_stack([centred.reshape(n, width), cross.T]))
+    both, _ = dtrtrs(factor, right, lower=1)
+    half_weights = both[:, :width].reshape(centred.shape)
+    weights, _ = dtrtrs(factor, both[:, :width], lower=1, trans=1)
+    weights = weights.reshape(centred.shape)
     # centred' K^-1 centred, the profile maximizer of the signal variance times n.
     scale = np.maximum((half_weights**2).sum(axis=0) / n, np.finfo(float).tiny)
-    half = solve_triangular(factor, cross.T, lower=True, check_finite=False)
-    unit = np.maximum(1.0 - (half**2).sum(axis=0) + noise, 0.0)
+    unit = np.maximum(1.0 - (both[:, width:] ** 2).sum(axis=0) + noise, 0.0)
     return offset + cross @ weights, np.sqrt(np.multiply.outer(unit, scale))
