@@ -503,3 +503,21 @@ def test_pair_shrinkage_pulls_hardest_on_pairs_few_models_share():
                                   em_covariance(x, floor=1e-6).covariance)
     with pytest.raises(ValueError, match="pair_shrinkage must be a non-negative number; got -1"):
         em_covariance(x, pair_shrinkage=-1)
+
+
+def test_auto_fits_the_factor_model_where_the_sample_covariance_is_singular():
+    from benchsel.gaussian.covariance import resolve_auto, sample_singular
+    from benchsel.prediction.fits import new_row_covariance
+
+    rng = np.random.default_rng(0)
+    wide = rng.normal(size=(20, 3)) @ rng.normal(size=(3, 40)) + 0.3 * rng.normal(size=(20, 40))
+    tall = wide.T[:, :20]  # 40 models of 20 items
+    assert sample_singular(~np.isnan(wide)) and not sample_singular(~np.isnan(tall))
+    assert resolve_auto(~np.isnan(wide)) == "factor"
+    assert resolve_auto(~np.isnan(tall)) == "pairwise"
+    assert new_row_covariance(wide) == "factor" and new_row_covariance(tall) == "em-shrink"
+    holed = wide.copy()
+    holed[0, 0] = np.nan  # not complete: EM handles it
+    assert not sample_singular(~np.isnan(holed)) and resolve_auto(~np.isnan(holed)) == "em-shrink"
+    est = estimate_covariance(wide, "auto")
+    assert est.method == "factor" and np.linalg.eigvalsh(est.covariance).min() > 0

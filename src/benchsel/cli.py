@@ -59,7 +59,8 @@ def _add_data(p: argparse.ArgumentParser, model_options: bool = True,
                    help="covariance estimator: em (the paper's EM), em-shrink (EM with "
                    "correlation shrinkage), pairwise, factor (a few factors plus each "
                    "benchmark's noise, for thousands of benchmarks), paper (the published "
-                   "code's choices); default auto = pairwise if the matrix is complete, else "
+                   "code's choices); default auto = pairwise if the matrix is complete with "
+                   "more models than benchmarks, factor if complete with fewer, else "
                    "em-shrink, or factor where EM would take hours or too much memory")
     if transform:  # budget, audit and discover work on the score scale: no transform
         p.add_argument("--transform", choices=TRANSFORMS, default="none",

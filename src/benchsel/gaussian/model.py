@@ -89,8 +89,9 @@ class GaussianModel:
         estimate, ``factor`` a few factors plus each item's own noise
         (:mod:`~benchsel.gaussian.factor`; its selection and conditioning
         work from the factors, so nothing ``N x N`` is formed for them).
-        ``auto`` is pairwise on a fully observed matrix, em-shrink
-        otherwise, and factor where EM would cost more than
+        ``auto`` is pairwise on a fully observed matrix with more models
+        than items, factor on one with no more (its sample covariance is
+        singular), em-shrink otherwise, and factor where EM would cost more than
         :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` per iteration or
         more memory than the budget. ``paper`` follows the paper's published code (see
         :func:`~benchsel.gaussian.covariance.paper_covariance`), including its

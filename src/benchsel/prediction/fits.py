@@ -30,6 +30,7 @@ from ..gaussian.covariance import (
     estimate_covariance,
     fit_standardizer,
     resolve_auto,
+    sample_singular,
     working_covariance,
 )
 from ..matrix import Standardizer
@@ -47,9 +48,13 @@ def new_row_covariance(source: np.ndarray) -> str:
     EM iteration would cost more than
     :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` or more memory than
     the budget (:func:`~benchsel.gaussian.covariance.em_affordable`): then
-    ``factor``.
+    ``factor``. ``factor`` too when the sources are complete with no more
+    models than items (:func:`~benchsel.gaussian.covariance.sample_singular`),
+    as ``auto`` fits them: EM on complete rows is their singular sample
+    covariance.
     """
-    return "em-shrink" if em_affordable(~np.isnan(source)) else "factor"
+    observed = ~np.isnan(source)
+    return "em-shrink" if em_affordable(observed) and not sample_singular(observed) else "factor"
 
 
 #: Standardized scores of a row predicted from a fit are clipped to this many
