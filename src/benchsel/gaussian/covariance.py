@@ -620,8 +620,9 @@ def sample_singular(observed) -> bool:
 def resolve_auto(observed: np.ndarray) -> str:
     """The estimator ``auto`` runs on this missingness (see the module docstring).
 
-    It warns, once per call, when it leaves EM or the pairwise estimate for
-    the factor model, naming why. Fits that are asked for by ``auto`` and
+    It warns, once per call, when the time or the memory budget rules EM or
+    the pairwise estimate out and it uses the factor model, naming why (a
+    singular sample covariance is the rule, not a fallback: no warning). Fits that are asked for by ``auto`` and
     by the name it resolves to are the same fit
     (:meth:`~benchsel.prediction.fits.FitStore.get` keys them once).
     """
