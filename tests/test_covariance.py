@@ -515,7 +515,10 @@ def test_auto_fits_the_factor_model_where_the_sample_covariance_is_singular():
     assert sample_singular(~np.isnan(wide)) and not sample_singular(~np.isnan(tall))
     assert resolve_auto(~np.isnan(wide)) == "factor"
     assert resolve_auto(~np.isnan(tall)) == "pairwise"
-    assert new_row_covariance(wide) == "factor" and new_row_covariance(tall) == "em-shrink"
+    # The rows of a fold or a split keep the per-matrix rule, as auto's completion fits.
+    assert resolve_auto(~np.isnan(wide), whole_board=False) == "pairwise"
+    assert estimate_covariance(wide, "auto", whole_board=False).method == "pairwise"
+    assert new_row_covariance(wide) == new_row_covariance(tall) == "em-shrink"
     holed = wide.copy()
     holed[0, 0] = np.nan  # not complete: EM handles it
     assert not sample_singular(~np.isnan(holed)) and resolve_auto(~np.isnan(holed)) == "em-shrink"

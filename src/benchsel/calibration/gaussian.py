@@ -120,7 +120,7 @@ class GaussianCalibrator:
                                 start[1][np.ix_(cols, cols)] / np.outer(scale, scale))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est = estimate_covariance(train, covariance, **options)
+            est = estimate_covariance(train, covariance, whole_board=False, **options)
         return cols, train, held, est.mean, working_covariance(est)
 
     def _shared_split(self, split, clip: float):

@@ -266,8 +266,11 @@ def _fold(
     # its predict (see _shipped_scores), calibrated by its own calibration.
     shipped = (None if predictor == "gaussian" else
                _shipped_model(values[fold.train], covariance, transform, calibrate))
-    calibrator = (GaussianCalibrator(z_train, covariance=covariance, ridge=ridge, clip=clip,
-                                     seed=[seed, fold.index], start=(mean, sigma))
+    # The splits refit the fold's own estimator: a factor model keeps its rank and prior.
+    split_fit = ({"covariance": "factor", "rank": est.rank, "prior": est.prior}
+                 if hasattr(est, "factors") else {"covariance": covariance, "start": (mean, sigma)})
+    calibrator = (GaussianCalibrator(z_train, ridge=ridge, clip=clip, seed=[seed, fold.index],
+                                     **split_fit)
                   if calibrate and shipped is None else None)
     # A validation model with none of the selected scores is predicted as the
     # mean; its intervals get the width a model beyond every training model

@@ -704,14 +704,16 @@ class GaussianModel:
 
         if self._calibrator is None:
             est = self.estimate_
+            covariance = self.covariance
             if hasattr(est, "factors"):
                 # The splits' factor models keep the full fit's rank and prior (chosen on
                 # its held-out cells) rather than choosing again, eight fits each.
-                start, fixed = None, {"rank": est.rank, "prior": est.prior}
+                covariance, start = "factor", None
+                fixed = {"rank": est.rank, "prior": est.prior}
             else:  # EM's splits start from the full fit
                 start, fixed = (est.mean, est.covariance), {}
             self._calibrator = GaussianCalibrator(
-                self._z, covariance=self.covariance, ridge=self.ridge, floor=self.floor,
+                self._z, covariance=covariance, ridge=self.ridge, floor=self.floor,
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start,
                 shared=self._shared_fits(), **fixed)
         return self._calibrator

@@ -30,7 +30,6 @@ from ..gaussian.covariance import (
     estimate_covariance,
     fit_standardizer,
     resolve_auto,
-    sample_singular,
     working_covariance,
 )
 from ..matrix import Standardizer
@@ -48,13 +47,9 @@ def new_row_covariance(source: np.ndarray) -> str:
     EM iteration would cost more than
     :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` or more memory than
     the budget (:func:`~benchsel.gaussian.covariance.em_affordable`): then
-    ``factor``. ``factor`` too when the sources are complete with no more
-    models than items (:func:`~benchsel.gaussian.covariance.sample_singular`),
-    as ``auto`` fits them: EM on complete rows is their singular sample
-    covariance.
+    ``factor``.
     """
-    observed = ~np.isnan(source)
-    return "em-shrink" if em_affordable(observed) and not sample_singular(observed) else "factor"
+    return "em-shrink" if em_affordable(~np.isnan(source)) else "factor"
 
 
 #: Standardized scores of a row predicted from a fit are clipped to this many
@@ -96,7 +91,8 @@ class GaussianFit:
         self.fallback_mean, self.fallback_std = column_prior(source)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est = estimate_covariance(self.z(source), covariance)
+            # The rows of a fold or a split, or a board completed cell by cell: a part.
+            est = estimate_covariance(self.z(source), covariance, whole_board=False)
         self.mean, self.covariance = est.mean, working_covariance(est)
 
     #: What a fit is, as named arrays (:meth:`arrays`, :meth:`from_arrays`); a factor
@@ -462,7 +458,7 @@ def _runs(source: np.ndarray, kind: str) -> str:
     if kind != "auto":
         return kind
     cols = ~fit_standardizer(source).constant
-    return resolve_auto(~np.isnan(source[:, cols]))
+    return resolve_auto(~np.isnan(source[:, cols]), whole_board=False)
 
 
 #: The largest file of fits read (a board of 2,000 columns has fits of tens of MB).
