@@ -199,18 +199,17 @@ def test_the_prior_keeps_an_item_few_models_have_from_claiming_no_noise(seed):
 
 @pytest.mark.slow
 def test_a_model_on_the_factors_selects_without_forming_the_dense_matrix(monkeypatch):
-    """4 models x 25,000 benchmarks: the dense covariance (4.7 GiB) is over a 200 MiB
-    budget, so the default model is the factor model, which fits and selects; asking
-    for the dense matrix is refused by name, and the default predictor leaves out the
-    methods that would need N x N arrays, saying so. (It was refused before, and
-    after the pairwise covariance was replaced, ridge's correlations took 24 GB.)"""
-    from benchsel import DataWarning
-
+    """4 models x 25,000 benchmarks, complete: the sample covariance is singular (and
+    its dense matrix, 4.7 GiB, over a 200 MiB budget), so the default model is the
+    factor model, which fits and selects; asking for the dense matrix is refused by
+    name, and the default predictor leaves out the methods that would need N x N
+    arrays, saying so. (It was refused before, and after the pairwise covariance was
+    replaced, ridge's correlations took 24 GB.)"""
     x, _ = _board(4, 25_000, 2, 0.0, seed=7)
     scores = ScoreMatrix(x, [f"m{i}" for i in range(4)], [f"b{j}" for j in range(25_000)])
     monkeypatch.setenv(BUDGET_ENV, "200M")
-    with pytest.warns(DataWarning, match="pairwise covariance of these 25000 items"):
-        model = GaussianModel().fit(scores)
+    model = GaussianModel().fit(scores)
+    assert model.estimate_.method == "factor"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         selection = model.select(k=3)  # (each benchmark has only 4 models: a warning)
@@ -234,6 +233,19 @@ def test_a_model_on_the_factors_selects_without_forming_the_dense_matrix(monkeyp
                left_out), left_out
     assert default.choices[0]["method"] not in ("ridge", "svd+ridge")
     assert "covariance" not in vars(model.estimate_)
+
+
+def test_a_complete_board_over_the_budget_for_pairwise_warns_and_fits_the_factor_model(
+        monkeypatch):
+    # More models than items (the pairwise rule), but its N x N arrays over the budget.
+    from benchsel import DataWarning
+
+    x, _ = _board(60, 50, 2, 0.0, seed=9)
+    scores = ScoreMatrix(x, [f"m{i}" for i in range(60)], [f"b{j}" for j in range(50)])
+    monkeypatch.setenv(BUDGET_ENV, "60K")  # 40 N^2 = 98 KiB
+    with pytest.warns(DataWarning, match="pairwise covariance of these 50 items"):
+        model = GaussianModel().fit(scores)
+    assert model.estimate_.method == "factor"
 
 
 def test_the_factor_model_predicts_as_the_dense_gaussian_of_its_covariance():
