@@ -247,20 +247,20 @@ def residual_process(z: np.ndarray, mean: np.ndarray, sigma: np.ndarray, rows: n
                 groups[fit_rows.tobytes()].append(j)
         if not groups:
             continue
-        fits = {}
+        fits = []
         for key, targets in groups.items():
             fit_rows = np.frombuffer(key, dtype=np.intp)
             residuals = z[np.ix_(train[fit_rows], targets)] - base_train[np.ix_(fit_rows, targets)]
-            fits[key] = (fit_rows, targets, z[np.ix_(train[fit_rows], given)], residuals)
+            fits.append((fit_rows, targets, residuals))
+        train_inputs = z[np.ix_(train, given)]
         # Hyperparameters from the largest group (most targets, then most models).
-        _, _, inputs, residuals = max(fits.values(), key=lambda f: (len(f[1]), f[0].size))
-        length, noise = choose_hyperparameters(inputs, residuals)
+        fit_rows, _, residuals = max(fits, key=lambda f: (len(f[1]), f[0].size))
+        length, noise = choose_hyperparameters(train_inputs[fit_rows], residuals)
         # Every group's kernels are blocks of the kernels on all training models,
         # computed once: a group costs one Cholesky factorization.
-        train_inputs = z[np.ix_(train, given)]
         gram = kernel(train_inputs, train_inputs, length)
         cross = kernel(sub[np.ix_(members, given)], train_inputs, length)
-        for fit_rows, targets, _, residuals in fits.values():
+        for fit_rows, targets, residuals in fits:
             correction, spread = _group_posterior(
                 gram[np.ix_(fit_rows, fit_rows)], cross[:, fit_rows], residuals, noise)
             mu[np.ix_(members, targets)] += correction
