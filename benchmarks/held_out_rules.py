@@ -23,7 +23,7 @@ process only (the shipped code is not changed):
   fits ``auto`` makes).
 * ``gp-base-dense-rows``: the Gaussian under ``gp``'s process, predicting a
   new model, is fitted on the training models with more than 10 scores, as
-  it was before (:func:`benchsel.prediction.completers.gp_base`), not on
+  it was before (:func:`benchsel.prediction.gp.base_rows`), not on
   all of them.
 * ``no-svd``: ``auto`` does not consider the low-rank methods (``svd``,
   ``svd+ridge``, ``gaussian+svd``), whose soft-impute fits are a quarter
@@ -103,9 +103,9 @@ def switch_off(rule: str) -> None:
         low_rank = ("svd", "svd+ridge", "gaussian+svd")
         choice.AUTO_CANDIDATES = tuple(m for m in choice.AUTO_CANDIDATES if m not in low_rank)
     elif rule == "gp-base-dense-rows":
-        from benchsel.prediction import completers
+        from benchsel.prediction import gp
 
-        completers.gp_base = lambda source: source[~completers._gp_rows(source)]
+        gp.base_rows = lambda source: source[~gp.process_rows(source)]
     elif rule == "frontier-fraction-10":
         import benchsel.gaussian.model as model
 

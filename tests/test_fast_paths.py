@@ -71,9 +71,9 @@ def test_range_excess_equals_the_loop(m, n):
 
 def _soft_impute_by_full_svd(values, rank=2, max_iter=500, tol=1e-6):
     """complete_svd's loop with a full SVD every iteration."""
-    from benchsel.prediction.completers import _finish, _Latent
+    from benchsel.prediction.latent import Latent, finish
 
-    lat = _Latent(values)
+    lat = Latent(values)
     observed = ~np.isnan(lat.z)
     filled = np.where(observed, lat.z, 0.0)
     for _ in range(max_iter):
@@ -84,7 +84,7 @@ def _soft_impute_by_full_svd(values, rank=2, max_iter=500, tol=1e-6):
         filled = new
         if change < tol:
             break
-    return _finish(values, lat.back(recon), lat.back(recon)).mean
+    return finish(values, lat.back(recon), lat.back(recon)).mean
 
 
 @pytest.mark.parametrize("board", ["merged", "mteb", "open_llm_v2"])
@@ -99,11 +99,11 @@ def test_soft_impute_follows_the_full_svd(board):
 
 @pytest.mark.parametrize("shape", [(118, 114), (30, 80), (80, 30)])
 def test_top_subspace_equals_the_truncated_svd(shape):
-    from benchsel.prediction.completers import _TopSubspace
+    from benchsel.prediction.latent import TopSubspace
 
     rng = np.random.default_rng(shape[0])
     a = rng.normal(size=shape)
-    top = _TopSubspace(2)
+    top = TopSubspace(2)
     for shrink in (0.0, 0.5):
         for _ in range(3):  # the first call decomposes; later ones follow a drift
             a = a + 0.01 * rng.normal(size=shape)

@@ -11,9 +11,10 @@ from benchsel.matrix import Standardizer
 from benchsel.prediction import choose_completer, complete_new_rows
 from benchsel.prediction.cache import CompletionCache
 from benchsel.prediction.choice import auto_candidates
-from benchsel.prediction.completers import _Latent, complete_ridge, soft_impute
+from benchsel.prediction.completers import complete_ridge
 from benchsel.prediction.fits import INDUCTIVE, FitStore, GaussianFit, SvdFit, held_out_completion
 from benchsel.prediction.holdout import choice_folds
+from benchsel.prediction.latent import Latent, soft_impute
 
 
 def _board():
@@ -53,7 +54,7 @@ def test_svd_fold_in_is_the_conditional_of_its_low_rank_gaussian():
     got = fit.fold_in(x)
     # By hand: the source's rank-2 subspace, its rows' coordinates in it, the
     # residual variance of each column; the Gaussian V c + noise, conditioned.
-    lat = _Latent(train)
+    lat = Latent(train)
     recon, rmse = soft_impute(lat.z)
     v = np.linalg.svd(recon, full_matrices=False)[2][:2].T
     coords = recon @ v

@@ -322,7 +322,7 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
     values = load_dataset("merged").cleaned().values
     train, new = values[:100].copy(), values[100:].copy()
     # Every training row with more than 10 scores: complete_gp's stack then fits
-    # its Gaussian on the same rows as gp_base (with sparser training rows it
+    # its Gaussian on the same rows as gp.base_rows (with sparser training rows it
     # leaves them out, as it cannot tell them from the new ones).
     dense = (~np.isnan(train)).sum(axis=1) > 10
     train = train[dense]

@@ -1,14 +1,8 @@
 """Predictors that are not the plain Gaussian conditional: matrix completion."""
 
 from .choice import MethodChoice, choose_completer, choose_for_new_models, complete_auto
-from .completers import (
-    COMPLETERS,
-    Completion,
-    complete,
-    complete_new_rows,
-    interval,
-    percent_scale,
-)
+from .completers import COMPLETERS, complete, complete_new_rows
+from .latent import Completion, interval, percent_scale
 from .residuals import calibrate_completion
 
 __all__ = [

@@ -10,7 +10,9 @@ import hashlib
 
 import numpy as np
 
-from .completers import COMPLETERS, Completion, _blend, complete_gp
+from .completers import COMPLETERS, complete_gp
+from .fits import held_out_completion
+from .latent import Completion, blend
 
 __all__ = ["CompletionCache"]
 
@@ -59,7 +61,7 @@ class CompletionCache:
         key = (method, rows is not None, values.shape, digest.digest())
         if key not in self._done:
             if parts:
-                done = _blend(self.get(values, parts[0], rows), self.get(values, parts[1], rows))
+                done = blend(self.get(values, parts[0], rows), self.get(values, parts[1], rows))
             elif rows is not None:
                 done = COMPLETERS[method](values, rows=rows)
             elif method == "gp":  # auto compares it with gaussian: fit that once
@@ -77,8 +79,6 @@ class CompletionCache:
                  fits) -> Completion:
         """:func:`~benchsel.prediction.fits.held_out_completion`, computed on the first
         request only (the choice's first random fold is the calibration's)."""
-        from .fits import held_out_completion
-
         values = np.ascontiguousarray(values, dtype=float)
         digest = hashlib.blake2b(values.tobytes(), digest_size=20)
         digest.update(np.packbits(held).tobytes())

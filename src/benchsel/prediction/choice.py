@@ -18,9 +18,10 @@ from .._memory import MemoryBudgetError
 from ..matrix import DataWarning
 from ..progress import report as _report
 from .cache import CompletionCache
-from .completers import COMPLETERS, Completion
+from .completers import COMPLETERS
 from .fits import INDUCTIVE, FitStore
 from .holdout import _auto_masks, choice_folds
+from .latent import Completion
 
 __all__ = [
     "AUTO_CANDIDATES",

@@ -35,15 +35,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
 
 from .._memory import check_memory
 from .._patterns import unique_rows
-from ..bounds import column_scale
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     ConvergenceWarning,
@@ -52,114 +49,26 @@ from ..gaussian.covariance import (
     fit_standardizer,
     working_covariance,
 )
-from ..matrix import Standardizer, column_moments
 from . import gp
 from .fits import INDUCTIVE, FitStore, GaussianFit, fitted_completion
+from .latent import (
+    Completion,
+    Latent,
+    blend,
+    column_prior,
+    complete_mean,
+    finish,
+    soft_impute,
+)
 
 if TYPE_CHECKING:
     from .cache import CompletionCache
 
 __all__ = [
-    "Completion",
     "COMPLETERS",
     "complete",
     "complete_new_rows",
-    "interval",
-    "percent_scale",
 ]
-
-
-_EPS = 1e-3
-#: Farthest standardized latent score at which :meth:`_Latent.back_std` takes the logit's slope.
-_SLOPE_REACH = 3.0
-
-
-@dataclass(frozen=True)
-class Completion:
-    """Predicted mean and standard deviation for every cell (NaN where not predicted)."""
-
-    mean: np.ndarray
-    std: np.ndarray
-
-
-def percent_scale(values: np.ndarray) -> np.ndarray:
-    """Per column: 1 for fractions in [0, 1], 100 for percentages in [0, 100], NaN otherwise.
-
-    The scale :func:`benchsel.bounds.column_scale` reads, as a number.
-    """
-    scale = column_scale(values)
-    return np.where(scale == "fraction", 1.0, np.where(scale == "percent", 100.0, np.nan))
-
-
-class _Latent:
-    """Logit of percentage-scale columns, then standardization (shared by svd and ridge)."""
-
-    def __init__(self, values: np.ndarray):
-        self.scale = percent_scale(values)
-        self.logit = ~np.isnan(self.scale)
-        lat = self._forward(values)
-        self.std = Standardizer.fit(lat)
-        self.z = self.std.transform(lat)
-
-    def _forward(self, values):
-        out = np.array(values, dtype=float, copy=True)
-        on = self.logit
-        out[:, on] = logit(np.clip(out[:, on] / self.scale[on], _EPS, 1 - _EPS))
-        return out
-
-    def back(self, z: np.ndarray) -> np.ndarray:
-        lat = self.std.inverse(z)
-        on = self.logit
-        lat[:, on] = expit(lat[:, on]) * self.scale[on]
-        return lat
-
-    def back_std(self, z: np.ndarray, z_std: np.ndarray) -> np.ndarray:
-        """Delta-method standard deviation in score units.
-
-        The logit's slope is taken no further out than :data:`_SLOPE_REACH`
-        standard deviations of the source models' latent scores. A row folded
-        in far beyond them (scores at a bound) was predicted so deep into the
-        logit's flat tail that the slope underflowed: ``svd`` gave unobserved
-        cells a standard deviation of 0 and the interval [1, 1], which no
-        calibration multiplier widens. Beyond the sources the link's
-        compression has nothing to back it.
-        """
-        slope = np.broadcast_to(self.std.scale, z.shape).copy()
-        on = self.logit
-        reach = np.clip(z, -_SLOPE_REACH, _SLOPE_REACH)
-        p = expit(self.std.inverse(reach)[:, on])
-        slope[:, on] *= p * (1 - p) * self.scale[on]
-        return z_std * slope
-
-
-def _finish(values, mean, std) -> Completion:
-    observed = ~np.isnan(values)
-    return Completion(np.where(observed, values, mean), np.where(observed, 0.0, std))
-
-
-def complete_mean(values: np.ndarray) -> Completion:
-    """Column means; the error bar is the column's standard deviation.
-
-    A column with a single observed score has no spread of its own; it gets
-    the median coefficient of variation of the other columns times its value.
-    """
-    count, mu, sd = column_moments(values)  # overflow-safe for scores up to 1e300
-    mu = np.where(count > 0, mu, np.nan)
-    sd = np.where(count > 1, sd, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = np.abs(sd / mu)
-    ratio = ratio[np.isfinite(ratio)]
-    cv = float(np.median(ratio)) if ratio.size else 0.0
-    sd = np.where(np.isnan(sd), cv * np.abs(mu), sd)
-    shape = values.shape
-    return _finish(values, np.broadcast_to(mu, shape), np.broadcast_to(sd, shape))
-
-
-def column_prior(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What :func:`complete_mean` predicts for a row with no score: per column, the
-    mean of the ``train`` rows that have it and their spread."""
-    blank = complete_mean(np.vstack([train, np.full((1, train.shape[1]), np.nan)]))
-    return blank.mean[-1], blank.std[-1]
 
 
 def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
@@ -175,30 +84,11 @@ def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
     mu, var = conditional_moments(z, est.mean, working_covariance(est))
     mean[:, cols] = std.inverse(mu, cols)
     sd[:, cols] = np.sqrt(var) * std.scale[cols]
-    return _finish(values, mean, sd)
+    return finish(values, mean, sd)
 
 
 def complete_gaussian(values: np.ndarray) -> Completion:
     return _complete_gaussian(values, "auto")
-
-
-def _gp_rows(values: np.ndarray) -> np.ndarray:
-    """Rows ``gp`` predicts by its process: 1 to ``MAX_INPUTS`` scores, not all of them."""
-    n_obs = (~np.isnan(values)).sum(axis=1)
-    return (n_obs >= 1) & (n_obs <= gp.MAX_INPUTS) & (n_obs < values.shape[1])
-
-
-def gp_base(source: np.ndarray) -> np.ndarray:
-    """The rows of ``source`` (the training models) the Gaussian under ``gp``'s
-    process is fitted on, when it predicts new rows: all of them, so that it
-    is ``gaussian``'s own fit of the same rows, made once.
-
-    (It used to leave out the training rows with at most
-    :data:`~benchsel.prediction.gp.MAX_INPUTS` scores, as :func:`complete_gp`
-    leaves out the rows it predicts: on a sparse board a second EM fit of
-    nearly the same rows for every fold of ``auto``'s choice.)
-    """
-    return source
 
 
 def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Completion:
@@ -212,7 +102,7 @@ def complete_gp(values: np.ndarray, gaussian: Completion | None = None) -> Compl
     """
     values = np.asarray(values, dtype=float)
     done = complete_gaussian(values) if gaussian is None else gaussian
-    todo = _gp_rows(values)
+    todo = gp.process_rows(values)
     if not todo.any() or (~todo).sum() < gp.MIN_ROWS:
         return done
     rows = np.flatnonzero(todo)
@@ -227,7 +117,7 @@ def complete_gaussian_em(values: np.ndarray) -> Completion:
     its time or the memory budget (:func:`~benchsel.gaussian.covariance.em_affordable`):
     ``auto`` then ranks it last, and an explicit request falls back with a warning."""
     if not em_affordable(~np.isnan(values)):
-        return _finish(values, np.full(values.shape, np.nan), np.full(values.shape, np.nan))
+        return finish(values, np.full(values.shape, np.nan), np.full(values.shape, np.nan))
     return _complete_gaussian(values, "em")
 
 
@@ -241,7 +131,7 @@ def complete_svd(
     values shrunk by ``shrink``. The error bar of a column is the root mean
     square of its observed cells' reconstruction residuals.
     """
-    lat = _Latent(values)
+    lat = Latent(values)
     recon, rmse = soft_impute(lat.z, rank, shrink, max_iter, tol)
     z_std = np.broadcast_to(rmse, recon.shape)
     mean, std = lat.back(recon), lat.back_std(recon, z_std)
@@ -249,72 +139,7 @@ def complete_svd(
     empty = np.isnan(values).all(axis=0)
     mean[:, empty] = np.nan
     std[:, empty] = np.nan
-    return _finish(values, mean, std)
-
-
-def soft_impute(z: np.ndarray, rank: int = 2, shrink: float = 0.0, max_iter: int = 500,
-                tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`complete_svd`'s iteration on latent scores ``z`` (NaN = missing).
-
-    Returns the rank-``rank`` reconstruction and, per column, the root mean
-    square of its observed cells' residuals (NaN for a column with none).
-    """
-    observed = ~np.isnan(z)
-    filled = np.where(observed, z, 0.0)
-    recon = filled
-    top = _TopSubspace(rank)
-    for _ in range(max_iter):
-        recon = top.part(filled, shrink)
-        new = np.where(observed, z, recon)
-        change = np.linalg.norm(new - filled) / max(np.linalg.norm(filled), 1e-12)
-        filled = new
-        if change < tol:
-            break
-    resid = np.where(observed, z - recon, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rmse = np.sqrt(np.nanmean(resid**2, axis=0))
-    return recon, rmse
-
-
-class _TopSubspace:
-    """The top ``rank`` right singular subspace of a slowly changing matrix.
-
-    Soft-impute needs the best rank-``r`` approximation of its filled matrix
-    hundreds of times, and the matrix changes little between iterations.
-    Block power iteration started from the previous subspace follows it in a
-    few cheap products (``O(MNr)``) where a full SVD costs ``O(MN^2)``; the
-    steps continue until a step turns the subspace by less than ``tol``
-    radians, and a full SVD takes over when ``max_steps`` are not enough
-    (nearly equal singular values at the cut).
-    """
-
-    def __init__(self, rank: int, max_steps: int = 200, tol: float = 1e-10):
-        self.rank, self.max_steps, self.tol, self.v = rank, max_steps, tol, None
-
-    def part(self, a: np.ndarray, shrink: float = 0.0) -> np.ndarray:
-        """``u_r diag(max(s_r - shrink, 0)) v_r^T`` for ``a``."""
-        r = min(self.rank, *a.shape)
-        if r == 0:
-            return np.zeros_like(a)
-        # A matrix narrow at the cut (a few columns) is cheaper to decompose outright.
-        if min(a.shape) < 8 * r or self.v is None or not self._follow(a):
-            _, _, vt = np.linalg.svd(a, full_matrices=False)
-            self.v = vt[:r].T
-        # Rayleigh-Ritz on the subspace: the singular triplets of a v.
-        u, s, wt = np.linalg.svd(a @ self.v, full_matrices=False)
-        return (u * np.maximum(s - shrink, 0.0)) @ (self.v @ wt.T).T
-
-    def _follow(self, a: np.ndarray) -> bool:
-        v = self.v
-        for _ in range(self.max_steps):
-            q, _ = np.linalg.qr(a.T @ (a @ v))
-            moved = np.linalg.norm(q - v @ (v.T @ q))  # sine of the angle it turned
-            v = q
-            if moved < self.tol:
-                self.v = v
-                return True
-        return False
+    return finish(values, mean, std)
 
 
 def _pair_correlations(z: np.ndarray, min_pairs: int = 5) -> np.ndarray:
@@ -356,7 +181,7 @@ def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0
     row. A held-out fold reads the rows that hide cells only, and predicting
     every missing cell of a sparse board cost most of ``ridge``'s time.
     """
-    lat = _Latent(values)
+    lat = Latent(values)
     z = lat.z
     observed = ~np.isnan(z)
     corr = np.abs(_pair_correlations(z))
@@ -397,26 +222,15 @@ def complete_ridge(values: np.ndarray, n_predictors: int = 5, alpha: float = 1.0
     pred = np.where(np.isnan(mean), 0.0, mean)
     out_mean = np.where(np.isnan(mean), np.nan, lat.back(pred))
     out_sd = np.where(np.isnan(sd), np.nan, lat.back_std(pred, np.nan_to_num(sd)))
-    return _finish(values, out_mean, out_sd)
-
-
-def _blend(first: Completion, second: Completion) -> Completion:
-    """Average where both predict, else whichever does; std of the average of the two."""
-    m1, m2, s1, s2 = first.mean, second.mean, first.std, second.std
-    both = ~np.isnan(m1) & ~np.isnan(m2)
-    mean = np.where(both, 0.5 * (m1 + m2), np.where(np.isnan(m1), m2, m1))
-    # Errors of the two are positively correlated; the mean of the two
-    # standard deviations is a conservative width for their average.
-    std = np.where(both, 0.5 * (s1 + s2), np.where(np.isnan(m1), s2, s1))
-    return Completion(mean, std)
+    return finish(values, out_mean, out_sd)
 
 
 def complete_svd_ridge(values: np.ndarray) -> Completion:
-    return _blend(complete_svd(values), complete_ridge(values))
+    return blend(complete_svd(values), complete_ridge(values))
 
 
 def complete_gaussian_svd(values: np.ndarray) -> Completion:
-    return _blend(complete_gaussian(values), complete_svd(values))
+    return blend(complete_gaussian(values), complete_svd(values))
 
 
 def _complete_auto(values: np.ndarray) -> Completion:
@@ -513,13 +327,13 @@ def complete_new_rows(
         part = fitted_completion(train, new[rows], method, fits)
         mean[rows], std[rows] = part.mean, part.std
         if method == "svd+ridge":
-            part = _blend(part, complete_new_rows(train, new[rows], "ridge"))
+            part = blend(part, complete_new_rows(train, new[rows], "ridge"))
             mean[rows], std[rows] = part.mean, part.std
         elif method == "gp":
             # Rows of one pattern cannot train each other's process: one stack
             # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
-            todo = rows[_gp_rows(new[rows])]
-            source = gp_base(train)
+            todo = rows[gp.process_rows(new[rows])]
+            source = gp.base_rows(train)
             if todo.size and len(source) >= gp.MIN_ROWS:  # else the Gaussian stands
                 base = fits.get(source, "auto")
                 patterns, inverse = unique_rows(~np.isnan(new[todo]))
@@ -535,9 +349,3 @@ def complete_new_rows(
         res = complete(np.vstack([train, new[i:i + 1]]), method)
         mean[i], std[i] = res.mean[-1], res.std[-1]
     return Completion(mean, std)
-
-
-def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-    """Central Gaussian interval ``mean +- z * std``."""
-    half = ndtri(0.5 + level / 2) * completion.std
-    return completion.mean - half, completion.mean + half

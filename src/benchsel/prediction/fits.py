@@ -34,6 +34,7 @@ from ..gaussian.covariance import (
 )
 from ..matrix import Standardizer
 from . import gp
+from .latent import Completion, Latent, blend, column_prior, complete_mean, soft_impute
 
 __all__ = ["INDUCTIVE", "FitStore", "GaussianFit", "SvdFit", "fitted_completion",
            "held_out_completion", "new_row_covariance"]
@@ -83,8 +84,6 @@ class GaussianFit:
     """
 
     def __init__(self, source: np.ndarray, covariance: str):
-        from .completers import column_prior  # completers imports this module
-
         self.std = fit_standardizer(source, covariance)
         self.cols = np.flatnonzero(~self.std.constant)
         # What a column the Gaussian cannot standardize predicts: its source mean and spread.
@@ -135,8 +134,6 @@ class GaussianFit:
         recomputation tells a changed mean or covariance from a true one:
         in the cache, the entry's seal does (:mod:`benchsel.cache_files`).
         """
-        from .completers import column_prior
-
         std = fit_standardizer(source, kind)
         prior = column_prior(source)
         if not np.array_equal(self.std.constant, std.constant):
@@ -155,10 +152,8 @@ class GaussianFit:
         ``x`` has NaN where a score is not given. A given cell keeps its
         score (std 0); a column constant on the source rows gets its source
         mean and spread. Returns a
-        :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape.
+        :class:`~benchsel.prediction.latent.Completion` of ``x``'s shape.
         """
-        from .completers import Completion
-
         mean = np.array(np.broadcast_to(self.fallback_mean, x.shape))
         sd = np.array(np.broadcast_to(self.fallback_std, x.shape))
         mu, var = conditional_moments(self.z(x), self.mean, self.covariance)
@@ -174,11 +169,9 @@ class GaussianFit:
         The process trains on every row of ``values`` that has a predicted
         row's scores and more. A column constant on the source rows gets
         its mean and spread over the rows of ``values`` that have it.
-        Returns a :class:`~benchsel.prediction.completers.Completion` of
+        Returns a :class:`~benchsel.prediction.latent.Completion` of
         shape ``(len(rows), N)``.
         """
-        from .completers import Completion, complete_mean  # completers imports this module
-
         fallback = complete_mean(values)
         mean, spread = fallback.mean[rows], fallback.std[rows]
         sigma = self.covariance
@@ -215,9 +208,7 @@ class SvdFit:
     """
 
     def __init__(self, source: np.ndarray, rank: int = 2):
-        from .completers import _Latent, soft_impute
-
-        self.latent = _Latent(source)
+        self.latent = Latent(source)
         recon, self.rmse = soft_impute(self.latent.z, rank)
         rank = min(rank, *recon.shape)
         self.basis = np.linalg.svd(recon, full_matrices=False)[2][:rank].T  # N x rank
@@ -228,9 +219,7 @@ class SvdFit:
     def mismatch(self, source: np.ndarray, kind: str = "svd") -> str | None:
         """Why this fit, read from a file, is not one of ``source``; None if its
         column scales and standardization are the rows' own (recomputed)."""
-        from .completers import _Latent
-
-        latent = _Latent(source)
+        latent = Latent(source)
         own = latent.std
         if not np.array_equal(self.latent.scale, latent.scale, equal_nan=True):
             return "scale: not the rows' own"
@@ -259,10 +248,8 @@ class SvdFit:
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> SvdFit:
         """Inverse of :meth:`arrays` (checked by :meth:`FitStore.load`)."""
-        from .completers import _Latent
-
         fit = cls.__new__(cls)
-        fit.latent = _Latent.__new__(_Latent)
+        fit.latent = Latent.__new__(Latent)
         fit.latent.scale = a["scale"]
         fit.latent.logit = ~np.isnan(a["scale"])
         fit.latent.std = Standardizer(a["std_mean"], a["std_scale"],
@@ -278,9 +265,7 @@ class SvdFit:
 
     def fold_in(self, x: np.ndarray):
         """Predictions of rows ``x`` (NaN = not given), as a
-        :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape."""
-        from .completers import Completion
-
+        :class:`~benchsel.prediction.latent.Completion` of ``x``'s shape."""
         z = _standardized(self.latent.std, self.latent._forward(x))
         given = ~np.isnan(z)
         noise = self.noise()
@@ -480,10 +465,8 @@ def fitted_completion(source: np.ndarray, x: np.ndarray, method: str, fits: FitS
     (:func:`new_row_covariance`), ``gaussian-em`` on the plain EM one,
     ``svd`` folds it in (:class:`SvdFit`), ``gaussian+svd`` averages the
     two; for ``svd+ridge`` the ``svd`` half. Returns a
-    :class:`~benchsel.prediction.completers.Completion` of ``x``'s shape.
+    :class:`~benchsel.prediction.latent.Completion` of ``x``'s shape.
     """
-    from .completers import Completion, _blend
-
     def gaussian(covariance):
         return fits.get(source, covariance).conditional(x)
 
@@ -495,7 +478,7 @@ def fitted_completion(source: np.ndarray, x: np.ndarray, method: str, fits: FitS
     if method in ("svd", "svd+ridge"):
         return fits.get(source, "svd").fold_in(x)
     if method == "gaussian+svd":
-        return _blend(gaussian(new_row_covariance(source)), fits.get(source, "svd").fold_in(x))
+        return blend(gaussian(new_row_covariance(source)), fits.get(source, "svd").fold_in(x))
     return gaussian(new_row_covariance(source))
 
 
@@ -516,8 +499,6 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
         Of the shape of ``values``: mean and std on the rows that hide
         cells, NaN elsewhere.
     """
-    from .completers import Completion, _blend, _gp_rows, gp_base
-
     rows = np.flatnonzero(hidden.any(axis=1))
     x = np.where(hidden[rows], np.nan, values[rows])
     source = values[~held]
@@ -526,10 +507,10 @@ def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray
     mean[rows], std[rows] = part.mean, part.std
     held_out = np.where(hidden, np.nan, values)
     if method == "svd+ridge":
-        return _blend(Completion(mean, std), cache.get(held_out, "ridge", hidden.any(axis=1)))
+        return blend(Completion(mean, std), cache.get(held_out, "ridge", hidden.any(axis=1)))
     if method == "gp":  # complete_gp's rule, with the base fitted on the kept rows
-        todo = _gp_rows(x)
-        base = gp_base(source)
+        todo = gp.process_rows(x)
+        base = gp.base_rows(source)
         if todo.any() and len(base) >= gp.MIN_ROWS:
             some = rows[todo]
             part = fits.get(base, "auto").residual_process(held_out, some)

@@ -70,8 +70,8 @@ from scipy.linalg.lapack import dpotrf, dtrtrs
 from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
 
-__all__ = ["ResidualGP", "choose_hyperparameters", "fit_residual_gp", "kernel",
-           "profile_likelihoods", "residual_process"]
+__all__ = ["ResidualGP", "base_rows", "choose_hyperparameters", "fit_residual_gp", "kernel",
+           "process_rows", "profile_likelihoods", "residual_process"]
 
 #: Length scales tried, in units of the root of the number of inputs (standardized scores).
 LENGTH_SCALES = (0.5, 1.0, 2.0, 4.0)
@@ -83,6 +83,25 @@ MAX_INPUTS = 10
 MIN_ROWS = 20
 #: Most training models a fit uses.
 MAX_ROWS = 400
+
+
+def process_rows(values: np.ndarray) -> np.ndarray:
+    """Rows ``gp`` predicts by its process: 1 to ``MAX_INPUTS`` scores, not all of them."""
+    n_obs = (~np.isnan(values)).sum(axis=1)
+    return (n_obs >= 1) & (n_obs <= MAX_INPUTS) & (n_obs < values.shape[1])
+
+
+def base_rows(source: np.ndarray) -> np.ndarray:
+    """The rows of ``source`` (the training models) the Gaussian under ``gp``'s
+    process is fitted on, when it predicts new rows: all of them, so that it
+    is ``gaussian``'s own fit of the same rows, made once.
+
+    (It used to leave out the training rows with at most :data:`MAX_INPUTS`
+    scores, as :func:`~benchsel.prediction.completers.complete_gp` leaves
+    out the rows it predicts: on a sparse board a second EM fit of nearly
+    the same rows for every fold of ``auto``'s choice.)
+    """
+    return source
 
 
 def kernel(a: np.ndarray, b: np.ndarray, length: float) -> np.ndarray:
