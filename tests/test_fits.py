@@ -353,3 +353,31 @@ def test_ridge_asked_for_some_rows_predicts_them_as_the_whole_completion():
     np.testing.assert_array_equal(cache.get(values, "svd+ridge").mean[rows], both.mean[rows])
     # A method that completes every row keeps one entry whatever the rows.
     assert cache.get(values, "mean", rows) is cache.get(values, "mean")
+
+
+def test_a_subsampled_frontier_split_is_fitted_on_its_own_models(monkeypatch):
+    # Above MAX_MODELS the frontier split is drawn within a subsample; the fit auto's
+    # store shares must be of that split's models, as the calibrator's own fit is.
+    from benchsel.calibration import gaussian as calibrator_module
+    from benchsel.calibration.gaussian import GaussianCalibrator
+    from benchsel.datasets.synthetic import synthetic_board
+
+    monkeypatch.setattr(calibrator_module, "MAX_MODELS", 300)
+    scores = synthetic_board(n_models=400, n_items=8, rank=2, top_drift=1.5, missing=0.05,
+                             seed=3)
+    model = GaussianModel().fit(scores)
+    given = np.arange(8) < 2
+    shared = model._calibrator_for_predict()
+    assert shared._shared is not None
+    own = GaussianCalibrator(model._z, start=(model.estimate_.mean, model.estimate_.covariance))
+    want = own.frontier_shift(given)
+    assert np.abs(want).max() > 1  # the strongest pull ahead on some benchmarks
+    np.testing.assert_allclose(shared.frontier_shift(given), want, atol=0.05)
+
+
+def test_ridge_rows_may_be_indices():
+    values = load_dataset("merged").values
+    rows = np.array([3, 10, 40])
+    mask = np.isin(np.arange(values.shape[0]), rows)
+    by_index = CompletionCache().get(values, "ridge", rows)
+    np.testing.assert_array_equal(by_index.mean, CompletionCache().get(values, "ridge", mask).mean)

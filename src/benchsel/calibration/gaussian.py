@@ -37,7 +37,7 @@ from ..gaussian.covariance import (
     working_covariance,
 )
 from ..progress import report
-from ..splits import frontier_split
+from ..splits import Fold, frontier_split
 from .conformal import MIN_CELLS, Calibration, fit_calibration
 from .regimes import FRONTIER_FRACTION, clear_column_bias, measures_frontier, range_excess
 from .splits import MAX_MODELS, calibration_splits
@@ -183,8 +183,10 @@ class GaussianCalibrator:
         rows = np.flatnonzero(~np.isnan(self._z).all(axis=1))
         if rows.size > MAX_MODELS:  # bounded cost, as calibration_splits
             rows = np.sort(np.random.default_rng(0).choice(rows, MAX_MODELS, replace=False))
-        split = frontier_split(self._z[rows], FRONTIER_FRACTION)
-        return self._fit_split(self._z[rows], split) or ()
+        within = frontier_split(self._z[rows], FRONTIER_FRACTION)
+        # Rows of the whole board, as every split's: a shared fit is looked up by them.
+        split = Fold(within.index, rows[within.train], rows[within.validation])
+        return self._fit_split(self._z, split) or ()
 
     def residuals(self, given) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Residuals, standard deviations and regimes of every held-out cell.

@@ -23,8 +23,8 @@ standardized units, plus how they were obtained.
   (:mod:`.factor`): for boards of thousands of benchmarks.
 * ``auto`` -- pairwise for a fully observed matrix with more models than
   items (the paper's rule), ``factor`` for a whole board with no more
-  models than items (:func:`sample_singular`; not for the rows of a fold or
-  a calibration split, :func:`resolve_auto`), else
+  models than items (:func:`sample_singular`; not for the rows of a fold
+  of ``auto``'s choice or a calibration split, :func:`resolve_auto`), else
   ``em-shrink``, unless one EM iteration would cost more than
   :data:`EM_MAX_FLOPS` (a board of thousands of benchmarks with a few
   hundred models) or either would need more memory than the budget: then
@@ -621,9 +621,11 @@ def sample_singular(observed) -> bool:
 def resolve_auto(observed: np.ndarray, *, whole_board: bool = True) -> str:
     """The estimator ``auto`` runs on this missingness (see the module docstring).
 
-    ``whole_board=False`` is for the rows of a part of a board (a fold, a
-    calibration split, the sources of ``auto``'s completion fits): there a
-    singular sample covariance does not switch to the factor model. The
+    ``whole_board=False`` is for the rows of a part of a board (a fold of
+    ``auto``'s choice, a calibration split, the sources of ``auto``'s
+    completion fits): there a singular sample covariance does not switch to
+    the factor model. A protocol's training fold stands in for the board a
+    user fits, and is a whole board. The
     rule is measured on whole boards; on the small calibration splits of
     complete held-out boards (30 models of 30 benchmarks) the factor model
     cost 0.075 in interval score under extrapolation

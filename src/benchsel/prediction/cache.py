@@ -45,8 +45,8 @@ class CompletionCache:
     def get(self, values: np.ndarray, method: str, rows=None) -> Completion:
         """``complete(values, method)``, computed on the first request only.
 
-        ``rows`` (a boolean mask of rows, or None for all): the only rows
-        the caller reads. ``ridge`` predicts the missing cells of those rows
+        ``rows`` (a boolean mask or indices of rows, or None for all): the
+        only rows the caller reads. ``ridge`` predicts the missing cells of those rows
         only, from fits on every row (:func:`complete_ridge`); every other
         method completes the whole matrix, kept for any caller.
         """
@@ -56,7 +56,11 @@ class CompletionCache:
             rows = None  # the method completes every row: one entry serves all callers
         digest = hashlib.blake2b(values.tobytes(), digest_size=20)
         if rows is not None:
-            rows = np.asarray(rows, dtype=bool)
+            rows = np.asarray(rows)
+            if rows.dtype != bool:  # indices
+                mask = np.zeros(values.shape[0], dtype=bool)
+                mask[rows] = True
+                rows = mask
             digest.update(np.packbits(rows).tobytes())
         key = (method, rows is not None, values.shape, digest.digest())
         if key not in self._done:

@@ -32,7 +32,7 @@ from ..gaussian.covariance import (
     resolve_auto,
     working_covariance,
 )
-from ..matrix import Standardizer
+from ..matrix import DataWarning, Standardizer
 from . import gp
 from .latent import Completion, Latent, blend, column_prior, complete_mean, soft_impute
 
@@ -443,7 +443,10 @@ def _runs(source: np.ndarray, kind: str) -> str:
     if kind != "auto":
         return kind
     cols = ~fit_standardizer(source).constant
-    return resolve_auto(~np.isnan(source[:, cols]), whole_board=False)
+    with warnings.catch_warnings():
+        # Said once where the board is fitted; a store is asked for its fits again and again.
+        warnings.simplefilter("ignore", DataWarning)
+        return resolve_auto(~np.isnan(source[:, cols]), whole_board=False)
 
 
 #: The largest file of fits read (a board of 2,000 columns has fits of tens of MB).

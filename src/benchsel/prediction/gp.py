@@ -271,17 +271,21 @@ def residual_process(z: np.ndarray, mean: np.ndarray, sigma: np.ndarray, rows: n
             fit_rows = np.frombuffer(key, dtype=np.intp)
             residuals = z[np.ix_(train[fit_rows], targets)] - base_train[np.ix_(fit_rows, targets)]
             fits.append((fit_rows, targets, residuals))
-        train_inputs = z[np.ix_(train, given)]
+        # The training models some group is fitted on (at most MAX_ROWS per group).
+        used = np.unique(np.concatenate([f[0] for f in fits]))
+        inputs = z[np.ix_(train[used], given)]
         # Hyperparameters from the largest group (most targets, then most models).
         fit_rows, _, residuals = max(fits, key=lambda f: (len(f[1]), f[0].size))
-        length, noise = choose_hyperparameters(train_inputs[fit_rows], residuals)
-        # Every group's kernels are blocks of the kernels on all training models,
+        length, noise = choose_hyperparameters(inputs[np.searchsorted(used, fit_rows)],
+                                               residuals)
+        # Every group's kernels are blocks of the kernels on those models,
         # computed once: a group costs one Cholesky factorization.
-        gram = kernel(train_inputs, train_inputs, length)
-        cross = kernel(sub[np.ix_(members, given)], train_inputs, length)
+        gram = kernel(inputs, inputs, length)
+        cross = kernel(sub[np.ix_(members, given)], inputs, length)
         for fit_rows, targets, residuals in fits:
-            correction, spread = _group_posterior(
-                gram[np.ix_(fit_rows, fit_rows)], cross[:, fit_rows], residuals, noise)
+            at = np.searchsorted(used, fit_rows)
+            correction, spread = _group_posterior(gram[np.ix_(at, at)], cross[:, at],
+                                                  residuals, noise)
             mu[np.ix_(members, targets)] += correction
             sd[np.ix_(members, targets)] = spread
     return mu, sd
