@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from _cache import kept_fits
 
-from benchsel import GaussianModel, load_dataset
+from benchsel import GaussianModel, ScoreMatrix, load_dataset
 from benchsel.gaussian.covariance import estimate_covariance
 from benchsel.matrix import Standardizer
 from benchsel.prediction import choose_completer, complete_new_rows
@@ -381,3 +381,25 @@ def test_ridge_rows_may_be_indices():
     mask = np.isin(np.arange(values.shape[0]), rows)
     by_index = CompletionCache().get(values, "ridge", rows)
     np.testing.assert_array_equal(by_index.mean, CompletionCache().get(values, "ridge", mask).mean)
+
+
+def test_a_models_own_fit_of_its_board_is_the_fit_auto_would_make():
+    # Not a bundled board (no shipped fits): the model's EM fit is adopted by its
+    # store, and it is the fit the store would make of the same rows: the same EM on
+    # the same standardized scores, which agree to rounding (MERGED's EM stops at
+    # its cap, where rounding shows at 1e-7).
+    values = load_dataset("merged").values[1:]
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(len(values))],
+                                  [f"b{j}" for j in range(values.shape[1])])
+    model = GaussianModel().fit(scores)
+    assert model.estimate_.method == "em-shrink"
+    store = model.auto_memo.fits
+    assert len(store) == 1
+    own = store.get(model.scores_.values, "em-shrink")
+    made = GaussianFit(model.scores_.values, "em-shrink")
+    for name, array in made.arrays().items():
+        np.testing.assert_allclose(own.arrays()[name], array, rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    assert len(store) == 1
+    # A transform fits other numbers: nothing adopted.
+    assert len(GaussianModel(transform="logit").fit(scores).auto_memo.fits) == 0

@@ -718,21 +718,22 @@ class GaussianModel:
                 shared=self._shared_fits(), **fixed)
         return self._calibrator
 
-    def _shared_fits(self):
-        """``(scores, FitStore)`` when the calibration's splits can be ``auto``'s fits
-        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s ``shared``),
-        else None.
-
-        Those fits standardize the raw scores and use the default estimator:
-        so only without a transform, with the default covariance options,
-        and not for the factor model (its splits keep the full fit's rank).
-        """
+    def _fits_are_autos(self) -> bool:
+        """Whether this model fits as ``auto``'s completion methods fit (the raw
+        scores standardized, the default estimator and options): then a fit of
+        the same rows is the same fit. Not for the factor model, whose splits
+        keep the full fit's rank."""
         defaults = type(self)()
         same = all(getattr(self, name) == getattr(defaults, name)
                    for name in ("covariance", "floor", "max_iter", "tol", "shrinkage"))
-        if not same or self.transform_.name != "none" or hasattr(self.estimate_, "factors"):
-            return None
-        return self.scores_.values, self.auto_memo.fits
+        return (same and self.transform_.name == "none"
+                and not hasattr(self.estimate_, "factors"))
+
+    def _shared_fits(self):
+        """``(scores, FitStore)`` when the calibration's splits can be ``auto``'s fits
+        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s ``shared``),
+        else None."""
+        return (self.scores_.values, self.auto_memo.fits) if self._fits_are_autos() else None
 
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
         """Per row and item, the conditional mean's correction in model units.
@@ -870,7 +871,29 @@ class GaussianModel:
             shipped = shipped_fits(self.scores_)  # a bundled board's fits, made once
             if shipped is not None:
                 self._auto_memo.fits = shipped
+            self._adopt_own_fit(self._auto_memo.fits)
         return self._auto_memo
+
+    def _adopt_own_fit(self, store) -> None:
+        """Give ``store`` this model's fit of its board where ``auto``'s completion
+        methods would make the same one (:func:`~benchsel.prediction.fits.new_row_covariance`):
+        ``em-shrink`` under the default options and no transform, the same EM on
+        the same standardized scores (they agree to rounding; on MERGED, where EM
+        stops at its cap, to 1e-6). One EM fit fewer on a board's first
+        prediction."""
+        from ..prediction.fits import GaussianFit, new_row_covariance
+        from ..prediction.latent import column_prior
+
+        values = self.scores_.values
+        if (not self._fits_are_autos() or self.estimate_.method != "em-shrink"
+                or new_row_covariance(values) != "em-shrink"):
+            return
+        std = self.standardizer_
+        prior = column_prior(values)
+        store.adopt(values, "em-shrink", GaussianFit.from_arrays({
+            "std_mean": std.mean, "std_scale": std.scale, "std_constant": std.constant,
+            "fallback_mean": prior[0], "fallback_std": prior[1],
+            "mean": self.estimate_.mean, "covariance": self.estimate_.covariance}))
 
     @auto_memo.setter
     def auto_memo(self, memo) -> None:

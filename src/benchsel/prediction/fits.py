@@ -323,6 +323,17 @@ class FitStore:
         """Fits made since the store was read or written."""
         return len(self._fits) - self._saved
 
+    def adopt(self, source: np.ndarray, kind: str, fit: GaussianFit) -> None:
+        """Keep ``fit``, made elsewhere, as the ``kind`` fit of ``source`` (unless one
+        is kept already). The caller vouches that it is the fit :meth:`get` would
+        make: a model's own fit of its whole board, where it runs the same
+        estimator on the same numbers.
+        """
+        source = np.ascontiguousarray(source, dtype=float)
+        kind = _runs(source, kind)
+        key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
+        self._fits.setdefault(key, fit)
+
     def update(self, other: FitStore) -> None:
         """Take ``other``'s fits (as saved: they came from a file)."""
         new = [key for key in other._fits if key not in self._fits]
