@@ -1,6 +1,8 @@
 """The fits ``auto`` makes on source rows: each against an obviously correct
 reference, and the choice's use of them (one fit per board, whatever is given)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from _cache import kept_fits
@@ -403,3 +405,25 @@ def test_a_models_own_fit_of_its_board_is_the_fit_auto_would_make():
     assert len(store) == 1
     # A transform fits other numbers: nothing adopted.
     assert len(GaussianModel(transform="logit").fit(scores).auto_memo.fits) == 0
+
+
+def test_the_folds_of_a_factor_board_keep_its_rank(monkeypatch):
+    # Where EM is out of reach the board is a factor model, its rank chosen on its
+    # held-out cells; auto's fold fits take that rank rather than choosing again.
+    import benchsel.gaussian.covariance as covariance
+    from benchsel._lowrank import FactorCovariance
+
+    monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1.0)
+    values = load_dataset("mteb").values
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(len(values))],
+                         [f"b{j}" for j in range(values.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GaussianModel().fit(scores)
+        assert model.estimate_.method == "factor"
+        model.predict({f"b{j}": float(np.nanmean(values[:, j])) for j in (0, 3)})
+    factors = [fit.covariance for (kind, _, _), fit in model.auto_memo.fits._fits.items()
+               if kind == "factor"]
+    assert len(factors) >= 3  # the choice's folds
+    assert all(isinstance(f, FactorCovariance) and f.rank == model.estimate_.rank
+               for f in factors)

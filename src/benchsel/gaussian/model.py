@@ -872,6 +872,9 @@ class GaussianModel:
             if shipped is not None:
                 self._auto_memo.fits = shipped
             self._adopt_own_fit(self._auto_memo.fits)
+            if hasattr(self.estimate_, "factors"):  # the folds keep the board's rank
+                self._auto_memo.fits.factor_options = {"rank": self.estimate_.rank,
+                                                       "prior": self.estimate_.prior}
         return self._auto_memo
 
     def _adopt_own_fit(self, store) -> None:

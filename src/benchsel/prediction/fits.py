@@ -83,7 +83,7 @@ class GaussianFit:
         nothing ``N x N`` is formed to predict from it.
     """
 
-    def __init__(self, source: np.ndarray, covariance: str):
+    def __init__(self, source: np.ndarray, covariance: str, **options):
         self.std = fit_standardizer(source, covariance)
         self.cols = np.flatnonzero(~self.std.constant)
         # What a column the Gaussian cannot standardize predicts: its source mean and spread.
@@ -91,7 +91,8 @@ class GaussianFit:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             # The rows of a fold or a split, or a board completed cell by cell: a part.
-            est = estimate_covariance(self.z(source), covariance, whole_board=False)
+            est = estimate_covariance(self.z(source), covariance, whole_board=False,
+                                      **options)
         self.mean, self.covariance = est.mean, working_covariance(est)
 
     #: What a fit is, as named arrays (:meth:`arrays`, :meth:`from_arrays`); a factor
@@ -308,6 +309,9 @@ class FitStore:
     """
 
     def __init__(self):
+        #: The rank and prior every ``factor`` fit takes: its board's own, where the
+        #: board is a factor model (a fold choosing them again costs eight fits).
+        self.factor_options: dict = {}
         self._fits: dict = {}
         self._saved = 0  # fits read from or written to a file
         self._shipped: set = set()  # keys of fits read from the package: never written
@@ -361,7 +365,9 @@ class FitStore:
                 self._saved -= 1  # the fit made now is kept in the cache instead
                 self._shipped.discard(key)
         if key not in self._fits:
-            self._fits[key] = SvdFit(source) if kind == "svd" else GaussianFit(source, kind)
+            options = self.factor_options if kind == "factor" else {}
+            self._fits[key] = (SvdFit(source) if kind == "svd"
+                               else GaussianFit(source, kind, **options))
         return self._fits[key]
 
     # ------------------------------------------------------------------ file
