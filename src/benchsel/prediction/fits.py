@@ -333,10 +333,7 @@ class FitStore:
         make: a model's own fit of its whole board, where it runs the same
         estimator on the same numbers.
         """
-        source = np.ascontiguousarray(source, dtype=float)
-        kind = _runs(source, kind)
-        key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
-        self._fits.setdefault(key, fit)
+        self._fits.setdefault(_key(np.ascontiguousarray(source, dtype=float), kind), fit)
 
     def update(self, other: FitStore) -> None:
         """Take ``other``'s fits (as saved: they came from a file)."""
@@ -351,8 +348,8 @@ class FitStore:
         """``SvdFit(source)`` or ``GaussianFit(source, kind)``, fitted on the first
         request only."""
         source = np.ascontiguousarray(source, dtype=float)
-        kind = _runs(source, kind)
-        key = (kind, source.shape, hashlib.blake2b(source.tobytes(), digest_size=20).digest())
+        key = _key(source, kind)
+        kind = key[0]
         if key in self._unchecked:
             where = self._unchecked.pop(key)
             problem = self._fits[key].mismatch(source, kind)
@@ -447,6 +444,12 @@ class FitStore:
         if shipped:
             store._shipped = set(store._fits)
         return store
+
+
+def _key(source: np.ndarray, kind: str) -> tuple:
+    """A fit's key in a :class:`FitStore`: the estimator it runs and its rows' bytes."""
+    return (_runs(source, kind), source.shape,
+            hashlib.blake2b(source.tobytes(), digest_size=20).digest())
 
 
 def _runs(source: np.ndarray, kind: str) -> str:
