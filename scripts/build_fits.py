@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchsel import GaussianModel, list_datasets, load_dataset
-from benchsel.plan._format import fingerprint
+from benchsel._arrays import fingerprint
 from benchsel.prediction.fits import FitStore
 from benchsel.prediction.memo import RULES
 from benchsel.prediction.shipped import INDEX, board_fits

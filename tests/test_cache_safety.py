@@ -256,7 +256,7 @@ def test_a_damaged_or_altered_entry_is_skipped_with_one_warning(capsys, monkeypa
 
 
 def _scale_residuals(data: bytes) -> bytes:
-    from benchsel.plan._format import decode_array, encode_array
+    from benchsel._arrays import decode_array, encode_array
 
     obj = json.loads(data)
     for entry in obj["residuals"]:

@@ -169,7 +169,7 @@ def test_stratified_split_spans_the_score_range():
 
 
 def test_n_as_a_percentage_and_parallel_trials_change_nothing():
-    from benchsel.coreset.evaluate import resolve_n
+    from benchsel.coreset._base import resolve_n
 
     assert resolve_n("5%", 277) == 14 and resolve_n(50, 277) == 50 and resolve_n("20", 30) == 20
     for bad in ("0%", "150%", "abc", 400):

@@ -317,7 +317,7 @@ def test_a_model_with_no_selected_score_gets_the_column_means_and_the_widest_int
 
 def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets():
     from benchsel.datasets import load_dataset
-    from benchsel.prediction.completers import complete_new_rows
+    from benchsel.prediction.registry import complete_new_rows
 
     values = load_dataset("merged").cleaned().values
     train, new = values[:100].copy(), values[100:].copy()
@@ -347,8 +347,8 @@ def test_new_rows_share_one_gaussian_and_get_what_a_stack_of_their_pattern_gets(
 
 def test_gp_predicts_new_rows_on_gaussians_own_fit_of_every_training_row():
     from benchsel.datasets import load_dataset
-    from benchsel.prediction.completers import complete_new_rows
     from benchsel.prediction.fits import FitStore
+    from benchsel.prediction.registry import complete_new_rows
 
     values = load_dataset("merged").cleaned().values
     train, new = values[:100].copy(), values[100:].copy()

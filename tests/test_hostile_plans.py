@@ -84,7 +84,7 @@ def _set(*path_and_value):
 def _shift_entry(given=None, method="gp", length=None):
     """An edit that adds one frontier-shift entry to a benchmark plan's ``auto``: valid but
     for what the arguments change (``length``: values in the shift)."""
-    from benchsel.plan._format import encode_array
+    from benchsel._arrays import encode_array
 
     def edit(obj):
         part = obj["benchmarks"]
@@ -268,7 +268,7 @@ def test_a_legitimate_plan_loads_within_twice_its_decoded_size(plans, tmp_path, 
     """A plan with a 64 MiB array (random scores, which zlib cannot shrink, or 0/1
     answers packed as bits): loading peaks below twice the decoded array (plus 32 MiB
     of working space), the 80 MiB of base64 text left on disk until it is decoded."""
-    from benchsel.plan._format import encode_array
+    from benchsel._arrays import encode_array
 
     values = np.random.default_rng(0).random((4096, 2048))
     if encoding == "bits":

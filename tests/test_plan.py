@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchsel import load_dataset, read_scores
+from benchsel._arrays import decode_array, encode_array
 from benchsel.plan import (
     Plan,
     allocate_questions,
@@ -16,7 +17,6 @@ from benchsel.plan import (
     plan_mixed,
     plan_questions,
 )
-from benchsel.plan._format import decode_array, encode_array
 from benchsel.plan.prediction import task_estimates
 
 QUESTIONS = Path(str(resources.files("benchsel.datasets").joinpath("data", "questions")))

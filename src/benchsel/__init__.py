@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: Public name -> the submodule that defines it.
 _EXPORTS = {
-    "ConvergenceWarning": "gaussian",
+    "ConvergenceWarning": "exceptions",
     "CovarianceEstimate": "gaussian",
     "GaussianModel": "gaussian",
     "NotFittedError": "exceptions",

@@ -12,8 +12,8 @@ import argparse
 import sys
 import warnings
 
-from . import __version__
 from ._memory import budget
+from ._version import __version__
 from .names import (
     CALIBRATIONS,
     COMPLETION_METHODS,
@@ -640,8 +640,8 @@ class _WarningPrinter:
 
     def __call__(self, message, category, filename, lineno, file=None, line=None) -> None:
         text = str(message)
-        # By name: the parser imports nothing heavy (benchsel's ConvergenceWarning, in
-        # gaussian.covariance, would bring numpy in).
+        # By name, so that scikit-learn's ConvergenceWarning (the lasso's) is said once
+        # as benchsel's is.
         key = category.__name__ if category.__name__ == "ConvergenceWarning" else text
         if key not in self.shown:
             self.shown.add(key)

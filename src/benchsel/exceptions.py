@@ -7,7 +7,11 @@ question-level methods need.
 
 from __future__ import annotations
 
-__all__ = ["NotFittedError"]
+__all__ = ["ConvergenceWarning", "NotFittedError"]
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative fit (EM, factor EM) stopped at its cap before meeting its tolerance."""
 
 
 class NotFittedError(ValueError, AttributeError):

@@ -32,7 +32,8 @@ import numpy as np
 
 from .._patterns import unique_rows
 from ..evaluation.metrics import json_record
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..exceptions import ConvergenceWarning
+from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..sources import as_scores
 

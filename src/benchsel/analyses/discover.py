@@ -39,7 +39,8 @@ import numpy as np
 
 from .._linalg import inverse_diagonal
 from ..evaluation.metrics import json_record
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..exceptions import ConvergenceWarning
+from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix
 from ..selection.greedy import run_greedy
 from ..sources import as_scores

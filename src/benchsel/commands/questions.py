@@ -15,7 +15,7 @@ from ._workers import _workers
 
 
 def cmd_coreset(args) -> int:
-    from ..coreset.evaluate import resolve_n
+    from ..coreset._base import resolve_n
     from ..coreset.registry import make_method
 
     with _workers(args):

@@ -46,7 +46,8 @@ from ..exceptions import NotFittedError
 
 __all__ = ["ALPHAS", "DRAWS", "CoresetMethod", "RandomQuestions", "as_generator", "check_n",
            "check_selected", "check_source", "difficulty_strata", "fpc", "inner_settings",
-           "kfold_ids", "nonzero_design_sd", "question_difficulty", "successive_difference_sd"]
+           "kfold_ids", "nonzero_design_sd", "question_difficulty", "resolve_n",
+           "successive_difference_sd"]
 
 ALPHAS = np.logspace(-3, 3, 13)  # ridge penalties searched by leave-one-out
 N_FOLDS = 4  # each fold holds out 25% of the source models, as paper 001's split does
@@ -126,6 +127,26 @@ def check_n(n: int, total: int, name: str = "n") -> int:
         raise ValueError(f"{name} must be a whole number in [1, {total - 1}]; got {n!r}")
     if not 1 <= n < total:
         raise ValueError(f"{name} must be in [1, {total - 1}]; got {n}")
+    return int(n)
+
+
+def resolve_n(n, total: int) -> int:
+    """Coreset size from an int or a percentage string such as ``"5%"`` of ``total``."""
+    if isinstance(n, str):
+        text = n.strip()
+        try:
+            value = float(text[:-1]) if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"n must be a count or a percentage like '5%'; got {n!r}") from None
+        if text.endswith("%"):
+            if not 0 < value < 100:
+                raise ValueError(f"a percentage n must be in (0%, 100%); got {n!r}")
+            return max(1, int(round(total * value / 100)))
+        if value != int(value):
+            raise ValueError(f"n must be a whole number or a percentage; got {n!r}")
+        n = int(value)
+    if not 1 <= n < total:
+        raise ValueError(f"n must be in [1, {total - 1}] for {total} questions; got {n}")
     return int(n)
 
 

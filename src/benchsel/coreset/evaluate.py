@@ -63,6 +63,7 @@ from ..io import model_order_keys
 from ..matrix import DataWarning, ScoreMatrix
 from ..sources import as_scores
 from ..splits import dated_split, frontier_split, random_split, strength_split
+from ._base import resolve_n
 from .registry import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
@@ -70,7 +71,6 @@ __all__ = [
     "CoresetResult",
     "evaluate_coresets",
     "model_split",
-    "resolve_n",
     "run_trial",
     "SPLITS",
 ]
@@ -133,26 +133,6 @@ class CoresetResult:
         if self.sources is not None:
             out["sources"] = self.sources
         return out
-
-
-def resolve_n(n, total: int) -> int:
-    """Coreset size from an int or a percentage string such as ``"5%"`` of ``total``."""
-    if isinstance(n, str):
-        text = n.strip()
-        try:
-            value = float(text[:-1]) if text.endswith("%") else float(text)
-        except ValueError:
-            raise ValueError(f"n must be a count or a percentage like '5%'; got {n!r}") from None
-        if text.endswith("%"):
-            if not 0 < value < 100:
-                raise ValueError(f"a percentage n must be in (0%, 100%); got {n!r}")
-            return max(1, int(round(total * value / 100)))
-        if value != int(value):
-            raise ValueError(f"n must be a whole number or a percentage; got {n!r}")
-        n = int(value)
-    if not 1 <= n < total:
-        raise ValueError(f"n must be in [1, {total - 1}] for {total} questions; got {n}")
-    return int(n)
 
 
 def model_split(values: np.ndarray, split: str, rng, sources: int | None = None,

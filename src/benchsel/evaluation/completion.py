@@ -39,8 +39,8 @@ from ..calibration import range_excess
 from ..matrix import ScoreMatrix, Standardizer
 from ..prediction.cache import CompletionCache
 from ..prediction.choice import AUTO_MIN_COVERAGE, choose_completer, complete_auto, median_ape
-from ..prediction.completers import COMPLETERS, complete
 from ..prediction.latent import Completion, interval
+from ..prediction.registry import COMPLETERS, complete
 from ..prediction.residuals import calibrate_completion
 from ..sources import as_scores
 from ..splits import completion_masks

@@ -48,8 +48,9 @@ from ..calibration import (
     unknown_calibration,
 )
 from ..calibration.gaussian import GaussianCalibrator
+from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..io import model_order_keys
 from ..matrix import ScoreMatrix
 from ..selection.greedy import OBJECTIVES, run_greedy
@@ -502,7 +503,7 @@ def _nanstd(a: np.ndarray) -> float:
 
 def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
                   predictor="gaussian", transform="none") -> ScoreMatrix:
-    from ..prediction.completers import COMPLETERS
+    from ..prediction.registry import COMPLETERS
 
     if predictor not in COMPLETERS:
         raise ValueError(f"predictor must be one of {', '.join(COMPLETERS)}; got {predictor!r}")

@@ -19,7 +19,8 @@ from math import comb
 import numpy as np
 
 from .._parallel import one_blas_thread
-from ..gaussian.covariance import ConvergenceWarning, estimate_covariance, fit_standardizer
+from ..exceptions import ConvergenceWarning
+from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..matrix import ScoreMatrix
 from ..names import ORACLE_K_MAX
 from ..splits import kfold_with_holdout

@@ -70,8 +70,10 @@ from .._linalg import psd_project, shrink_to_identity, symmetrize
 from .._memory import BUDGET_ENV, check_memory, memory_budget
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
+from ..exceptions import ConvergenceWarning
 from ..matrix import DataWarning, Standardizer
 from ._estep import EStepPlan, e_step
+from .factor import factor_covariance
 
 __all__ = [
     "CovarianceEstimate",
@@ -108,10 +110,6 @@ _LOG_2PI = float(np.log(2 * np.pi))
 #: Options of the factor model alone: the rank and prior, when a fit on a superset of
 #: the rows already chose them (refits of the calibration's splits).
 FACTOR_OPTIONS = ("rank", "prior")
-
-
-class ConvergenceWarning(UserWarning):
-    """EM stopped at ``max_iter`` before meeting its tolerance."""
 
 
 @dataclass(frozen=True)
@@ -688,8 +686,6 @@ def estimate_covariance(z, method: str = "auto", *, whole_board: bool = True,
     if method == "paper":
         return paper_covariance(z)
     if method == "factor":
-        from .factor import factor_covariance  # only wide boards need it
-
         # Its own iteration cap: an E-step costs O(M N r^2), not EM's O(N^3), and a
         # sparse board takes about a thousand (MERGED, rank 4: 1,060 in 0.5 s).
         options = {k: v for k, v in options.items() if k in ("floor", "tol", *FACTOR_OPTIONS)}

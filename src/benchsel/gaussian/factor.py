@@ -39,6 +39,7 @@ import numpy as np
 
 from .._lowrank import FactorCovariance
 from .._parallel import one_blas_thread
+from ..exceptions import ConvergenceWarning
 from .conditional import conditional_moments
 
 __all__ = ["FactorCovariance", "FactorEstimate", "choose_rank", "factor_covariance",
@@ -231,8 +232,6 @@ def factor_covariance(
     mu, w, psi, trace, converged, e_steps = _fit(z, obs, rank, max_iter, tol, floor, seed,
                                                  prior=float(prior))
     if not converged:
-        from .covariance import ConvergenceWarning
-
         warnings.warn(
             f"factor EM (rank {rank}) did not converge in {max_iter} E-steps; its last "
             "iterate is used", ConvergenceWarning, stacklevel=2)

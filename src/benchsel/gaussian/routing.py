@@ -129,8 +129,8 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
     """Rows ``x`` completed with the training matrix by ``method``, its intervals
     calibrated on held-out source models; a cell it cannot predict is the
     Gaussian conditional's (``gaussian(rows)``: as in :func:`predict_auto`)."""
-    from ..prediction.completers import complete_new_rows
     from ..prediction.latent import Completion
+    from ..prediction.registry import complete_new_rows
 
     level = float(level)
     res = complete_new_rows(model.scores_.values, x, method, cache=cache,

@@ -243,7 +243,7 @@ def base64_text(value, where, budget):
 
 
 def encoded_array(ndim: int) -> Check:
-    """An array from :func:`benchsel.plan._format.encode_array`, sized before decoding."""
+    """An array from :func:`benchsel._arrays.encode_array`, sized before decoding."""
     def check(value, where, budget):
         Record({"shape": items(whole(0, _MAX_SIZE), min_len=ndim, max_len=ndim),
                 "encoding": text(choices=ENCODINGS), "data": base64_text})(value, where, budget)

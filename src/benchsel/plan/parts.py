@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import decode_array, encode_array, fingerprint
 from ..matrix import DataWarning, ScoreMatrix, _short_list
-from ._format import decode_array, encode_array, fingerprint
 
 __all__ = ["BenchmarkPlan", "TaskPlan"]
 
@@ -25,7 +25,7 @@ _RTOL, _ATOL = 1e-6, 1e-9
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

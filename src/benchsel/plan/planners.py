@@ -164,7 +164,7 @@ def plan_questions(
 
 
 def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
-    from ..coreset.evaluate import resolve_n
+    from ..coreset._base import resolve_n
     from ..coreset.registry import DEFAULT_METHOD
 
     tasks, metrics, filters = sources.scores, sources.metrics, sources.filters

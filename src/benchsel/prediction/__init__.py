@@ -1,8 +1,8 @@
 """Predictors that are not the plain Gaussian conditional: matrix completion."""
 
 from .choice import MethodChoice, choose_completer, choose_for_new_models, complete_auto
-from .completers import COMPLETERS, complete, complete_new_rows
 from .latent import Completion, interval, percent_scale
+from .registry import COMPLETERS, complete, complete_new_rows
 from .residuals import calibrate_completion
 
 __all__ = [

@@ -10,7 +10,7 @@ import hashlib
 
 import numpy as np
 
-from .completers import COMPLETERS, complete_gp
+from .completers import METHODS, complete_gp
 from .fits import held_out_completion
 from .latent import Completion, blend
 
@@ -67,16 +67,23 @@ class CompletionCache:
             if parts:
                 done = blend(self.get(values, parts[0], rows), self.get(values, parts[1], rows))
             elif rows is not None:
-                done = COMPLETERS[method](values, rows=rows)
+                done = METHODS[method](values, rows=rows)
             elif method == "gp":  # auto compares it with gaussian: fit that once
                 done = complete_gp(values, self.get(values, "gaussian"))
-            elif method == "auto":
-                from .choice import complete_auto  # choice imports this module
-
-                done = complete_auto(values, cache=self)
             else:
-                done = COMPLETERS[method](values)
+                done = METHODS[method](values)
             self._done[key] = done
+        return self._done[key]
+
+    def remember(self, values: np.ndarray, method: str, make) -> Completion:
+        """``make()``, a completion of all of ``values`` by ``method``, computed on the
+        first request only: for a method this module does not know (``auto``, which
+        chooses among the others with this cache, :mod:`.registry`)."""
+        values = np.ascontiguousarray(values, dtype=float)
+        key = (method, False, values.shape,
+               hashlib.blake2b(values.tobytes(), digest_size=20).digest())
+        if key not in self._done:
+            self._done[key] = make()
         return self._done[key]
 
     def held_out(self, values: np.ndarray, held: np.ndarray, hidden: np.ndarray, method: str,

@@ -18,7 +18,7 @@ from .._memory import MemoryBudgetError
 from ..matrix import DataWarning
 from ..progress import report as _report
 from .cache import CompletionCache
-from .completers import COMPLETERS
+from .completers import METHODS
 from .fits import INDUCTIVE, FitStore
 from .holdout import _auto_masks, choice_folds
 from .latent import Completion
@@ -40,7 +40,7 @@ __all__ = [
 AUTO_MIN_COVERAGE = 0.99
 #: What ``auto`` chooses from: every method but ``auto`` itself (``gaussian-em``
 #: on complete boards only: :func:`auto_candidates`).
-AUTO_CANDIDATES = tuple(m for m in COMPLETERS if m != "auto")
+AUTO_CANDIDATES = tuple(METHODS)
 
 
 def auto_candidates(values: np.ndarray) -> tuple[str, ...]:
@@ -103,7 +103,7 @@ class MethodChoice:
         strongest 10%, then the weakest 10%, at least 5 each, predicted from
         the other models: as a new model beyond the range), or ``"none"``
         for a new model with no score (it gets ``mean``:
-        :func:`complete_new_rows`).
+        :func:`~benchsel.prediction.registry.complete_new_rows`).
     """
 
     method: str
@@ -149,7 +149,8 @@ def choose_completer(
     Gaussian-based and low-rank methods
     (:data:`~benchsel.prediction.fits.INDUCTIVE`) are fitted on the models
     the fold keeps and predict the held-out ones from their given scores, as
-    ``predict`` meets a new model (:func:`complete_new_rows`: one fit on the
+    ``predict`` meets a new model
+    (:func:`~benchsel.prediction.registry.complete_new_rows`: one fit on the
     sources, the new row conditioned on or folded in). Those fits, most of
     the choice's time, then depend on the board alone, and ``fits`` keeps
     them for every other set of given benchmarks. (Fitted on every row
@@ -198,8 +199,8 @@ def choose_completer(
     values = np.asarray(values, dtype=float)
     methods = [m for m in (methods or auto_candidates(values)) if m != "auto"]
     for m in methods:
-        if m not in COMPLETERS:
-            raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(COMPLETERS)}")
+        if m not in METHODS:
+            raise ValueError(f"unknown completion method {m!r}; methods: {', '.join(METHODS)}")
     if split not in ("random", "near"):
         raise ValueError(f"split must be 'random' or 'near'; got {split!r}")
     if split != "random" and given is None:

@@ -10,7 +10,7 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
   ``em`` covariance.
 * ``svd`` -- rank-2 soft-impute SVD in logit space for percentage-scale
   columns (standardized units otherwise); a new model's row
-  (:func:`complete_new_rows`) is folded into the sources' fit
+  (:func:`~benchsel.prediction.registry.complete_new_rows`) is folded into the sources' fit
   (:class:`~benchsel.prediction.fits.SvdFit`).
 * ``ridge`` -- per cell, ridge regression on the 5 benchmarks most correlated
   with the target that the model has, in logit space.
@@ -19,7 +19,8 @@ get ``std = 0``); a cell it cannot predict stays NaN. The methods:
 * ``gp`` -- ``gaussian`` plus a Gaussian-process correction of its
   residuals from the benchmarks a row has, for rows with at most 10
   observed scores (:mod:`benchsel.prediction.gp`); ``gaussian`` elsewhere.
-* ``auto`` -- the method of
+* ``auto`` (not in :data:`METHODS`: :data:`~benchsel.prediction.registry.COMPLETERS`
+  adds it) -- the method of
   :func:`~benchsel.prediction.choice.auto_candidates` that wins a
   cross-validation on the matrix itself
   (:func:`choose_completer`: the ``complete`` protocol's hidden cells, but
@@ -35,12 +36,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._memory import check_memory
-from .._patterns import unique_rows
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     ConvergenceWarning,
@@ -50,25 +49,17 @@ from ..gaussian.covariance import (
     working_covariance,
 )
 from . import gp
-from .fits import INDUCTIVE, FitStore, GaussianFit, fitted_completion
+from .fits import GaussianFit
 from .latent import (
     Completion,
     Latent,
     blend,
-    column_prior,
     complete_mean,
     finish,
     soft_impute,
 )
 
-if TYPE_CHECKING:
-    from .cache import CompletionCache
-
-__all__ = [
-    "COMPLETERS",
-    "complete",
-    "complete_new_rows",
-]
+__all__ = ["METHODS"]
 
 
 def _complete_gaussian(values: np.ndarray, covariance: str) -> Completion:
@@ -233,13 +224,7 @@ def complete_gaussian_svd(values: np.ndarray) -> Completion:
     return blend(complete_gaussian(values), complete_svd(values))
 
 
-def _complete_auto(values: np.ndarray) -> Completion:
-    from .choice import complete_auto  # choice imports this module
-
-    return complete_auto(values)
-
-
-COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
+METHODS: dict[str, Callable[[np.ndarray], Completion]] = {
     "mean": complete_mean,
     "gaussian-em": complete_gaussian_em,
     "gaussian": complete_gaussian,
@@ -248,104 +233,4 @@ COMPLETERS: dict[str, Callable[[np.ndarray], Completion]] = {
     "svd+ridge": complete_svd_ridge,
     "gaussian+svd": complete_gaussian_svd,
     "gp": complete_gp,
-    "auto": _complete_auto,
 }
-
-
-def complete(
-    values: np.ndarray, method: str = "gaussian", *, cache: CompletionCache | None = None,
-    rows=None,
-) -> Completion:
-    """Complete ``values`` with the named method (see :data:`COMPLETERS`).
-
-    With ``cache`` a completion of the same matrix by the same method is
-    computed once (see :class:`CompletionCache`). ``rows``: the only rows
-    the caller reads; a method may leave the others' missing cells NaN
-    (``ridge`` does, :meth:`CompletionCache.get`).
-    """
-    if method not in COMPLETERS:
-        raise ValueError(
-            f"completion method must be one of {', '.join(COMPLETERS)}; got {method!r}"
-        )
-    values = np.asarray(values, dtype=float)
-    if cache is None and rows is None:
-        return COMPLETERS[method](values)
-    if cache is None:
-        from .cache import CompletionCache  # cache imports this module
-
-        cache = CompletionCache()
-    return cache.get(values, method, rows)
-
-
-def complete_new_rows(
-    train: np.ndarray, new: np.ndarray, method: str, *, cache: CompletionCache | None = None,
-    fits: FitStore | None = None,
-) -> Completion:
-    """Predict the missing cells of ``new`` rows from the ``train`` rows.
-
-    Inductive: what one new model gets does not depend on which other new
-    models came with it. Stacked together, new models took part in each
-    other's fit: under the extrapolation protocol (30% of the rows new, all
-    strong) they lifted each other's predictions on MTEB and dragged them on
-    HELM Lite (docs/experiments/reproduction.md). The Gaussian-based and
-    low-rank methods (:data:`~benchsel.prediction.fits.INDUCTIVE`) are fitted
-    on ``train`` once (kept in ``fits``) and each new row is conditioned on
-    that Gaussian or folded into that low-rank model
-    (:func:`~benchsel.prediction.fits.fitted_completion`), as
-    :class:`~benchsel.gaussian.GaussianModel` does and as ``auto``'s choice
-    scored them (``ridge``, half of ``svd+ridge``, regresses on ``train``
-    stacked on the row); ``gp`` then corrects a row with at most
-    :data:`~benchsel.prediction.gp.MAX_INPUTS` scores by its residual
-    process, fitted on ``train``'s rows with more scores, one stack per
-    pattern of observed items (rows of one pattern cannot train each
-    other's process). The other methods complete ``train`` stacked on each
-    new row alone.
-
-    A row with no score at all gets, whatever the method, the mean of the
-    ``train`` models that have each score and their spread
-    (:func:`complete_mean`): nothing places that model among the others
-    (where intervals are calibrated, :func:`~benchsel.calibration.unknown_calibration`
-    widens that spread to what a model beyond their range needs).
-    The Gaussian's answer there would be its EM mean, the mean of a
-    population in which every model had every score; on a sparse board the
-    models that have a score are not that population. In the cv protocol
-    on MERGED at k = 1, where half of the scored variance is on validation
-    models with none of the selected scores, the EM mean gave R^2 -0.42 on
-    those models and the observed means 0 (docs/experiments/reproduction.md).
-    """
-    train = np.asarray(train, dtype=float)
-    new = np.asarray(new, dtype=float)
-    if new.ndim != 2 or new.shape[1] != train.shape[1]:
-        raise ValueError(f"new rows must have {train.shape[1]} columns; got shape {new.shape}")
-    mean, std = np.full(new.shape, np.nan), np.full(new.shape, np.nan)
-    blank = np.isnan(new).all(axis=1)
-    if blank.any():
-        mean[blank], std[blank] = column_prior(train)
-    rows = np.flatnonzero(~blank)
-    if method in INDUCTIVE and rows.size:
-        fits = FitStore() if fits is None else fits
-        part = fitted_completion(train, new[rows], method, fits)
-        mean[rows], std[rows] = part.mean, part.std
-        if method == "svd+ridge":
-            part = blend(part, complete_new_rows(train, new[rows], "ridge"))
-            mean[rows], std[rows] = part.mean, part.std
-        elif method == "gp":
-            # Rows of one pattern cannot train each other's process: one stack
-            # per pattern, all on the same Gaussian fitted on ``train``'s source rows.
-            todo = rows[gp.process_rows(new[rows])]
-            source = gp.base_rows(train)
-            if todo.size and len(source) >= gp.MIN_ROWS:  # else the Gaussian stands
-                base = fits.get(source, "auto")
-                patterns, inverse = unique_rows(~np.isnan(new[todo]))
-                for g in range(len(patterns)):
-                    members = todo[inverse == g]
-                    stack = np.vstack([train, new[members]])
-                    part = base.residual_process(stack, np.arange(len(train), len(stack)))
-                    mean[members], std[members] = part.mean, part.std
-        return Completion(mean, std)
-    # One completion per row, not kept: a file of many new models would
-    # fill the cache with copies of the training matrix.
-    for i in rows:
-        res = complete(np.vstack([train, new[i:i + 1]]), method)
-        mean[i], std[i] = res.mean[-1], res.std[-1]
-    return Completion(mean, std)

@@ -96,7 +96,7 @@ class AutoMemo:
     # ------------------------------------------------------------------ file
     def to_json(self, items: Sequence[str]) -> dict:
         """JSON of every decision, patterns by item name (``items``: the model's)."""
-        from ..plan._format import encode_array
+        from .._arrays import encode_array
 
         def names(key):
             return [items[j] for j in key]
@@ -115,9 +115,9 @@ class AutoMemo:
     @classmethod
     def from_json(cls, obj, items: Sequence[str], where: str) -> AutoMemo:
         """Inverse of :meth:`to_json`, checked; ``where`` names the entry in messages."""
-        from ..plan._format import decode_array
+        from .._arrays import decode_array
         from .choice import MethodChoice, rank_methods
-        from .completers import COMPLETERS
+        from .registry import COMPLETERS
 
         if not isinstance(obj, dict) or set(obj) - {"choices", "residuals", "shifts"}:
             raise ValueError(f"{where}: expected an object with 'choices', 'residuals' and "
@@ -226,8 +226,8 @@ def cache_dir() -> Path | None:
 def _cache_key(model, options: bool) -> str | None:
     """Digest of the model's training matrix, the version and the rules (and, with
     ``options``, the model's options); None when caching is off."""
-    from .. import __version__
-    from ..plan._format import fingerprint
+    from .._arrays import fingerprint
+    from .._version import __version__
 
     if cache_dir() is None:
         return None

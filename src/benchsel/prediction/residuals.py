@@ -14,9 +14,9 @@ from ..matrix import Standardizer
 from ..progress import report as _report
 from ..splits import completion_masks
 from .cache import CompletionCache
-from .completers import complete
 from .fits import INDUCTIVE, FitStore
 from .holdout import _strength_splits, choice_folds
+from .registry import complete
 
 __all__ = ["calibrate_completion", "completion_residuals"]
 

@@ -48,7 +48,7 @@ def board_fits(model) -> FitStore:
     what the shipped files save.
     """
     from .choice import choose_completer
-    from .completers import complete_new_rows
+    from .registry import complete_new_rows
     from .residuals import completion_residuals
 
     values = model.scores_.values
@@ -79,8 +79,8 @@ def shipped_fits(scores) -> FitStore | None:
     is only slower, after one :class:`~benchsel.cache_files.CacheWarning`
     naming the file.
     """
+    from .._arrays import fingerprint
     from ..cache_files import READ_FAILURES, CacheWarning
-    from ..plan._format import fingerprint
     from .memo import RULES
 
     where = f"{FOLDER[0]}/{FOLDER[1]}/{INDEX}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..gaussian import GaussianModel
 from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
