@@ -427,3 +427,24 @@ def test_the_folds_of_a_factor_board_keep_its_rank(monkeypatch):
     assert len(factors) >= 3  # the choice's folds
     assert all(isinstance(f, FactorCovariance) and f.rank == model.estimate_.rank
                for f in factors)
+
+
+def test_the_folds_of_a_board_too_wide_for_em_are_factor_models_too(monkeypatch):
+    # EM's cost cap just below the board's: the board is a factor model, and a
+    # fold of fewer rows would fall within the cap. Its fits stay factor models
+    # (on 300 x 1,000 a fold's EM took hours where the factor model takes seconds).
+    import benchsel.gaussian.covariance as covariance
+
+    values = load_dataset("mteb").values
+    monkeypatch.setattr(covariance, "EM_MAX_FLOPS",
+                        covariance.em_iteration_flops(~np.isnan(values)) - 1)
+    assert covariance.em_affordable(~np.isnan(values[: len(values) * 2 // 3]))
+    scores = ScoreMatrix(values, [f"m{i}" for i in range(len(values))],
+                         [f"b{j}" for j in range(values.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GaussianModel().fit(scores)
+        assert model.estimate_.method == "factor"
+        model.predict({f"b{j}": float(np.nanmean(values[:, j])) for j in (0, 3)})
+    kinds = [kind for kind, _, _ in model.auto_memo.fits._fits]
+    assert kinds.count("factor") >= 3 and "em-shrink" not in kinds

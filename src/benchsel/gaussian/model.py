@@ -872,10 +872,21 @@ class GaussianModel:
             if shipped is not None:
                 self._auto_memo.fits = shipped
             self._adopt_own_fit(self._auto_memo.fits)
-            if hasattr(self.estimate_, "factors"):  # the folds keep the board's rank
-                self._auto_memo.fits.factor_options = {"rank": self.estimate_.rank,
-                                                       "prior": self.estimate_.prior}
+            self._share_board_options(self._auto_memo.fits)
         return self._auto_memo
+
+    def _share_board_options(self, store) -> None:
+        """Where this model's fit of its board is a factor model, every factor fit of
+        ``store`` keeps its rank and prior (a fold choosing them again costs eight
+        fits), and where that is because the board is too wide for EM, every fit of
+        its rows is a factor model (:attr:`~benchsel.prediction.fits.FitStore.board_covariance`)."""
+        if not hasattr(self.estimate_, "factors"):
+            return
+        from ..prediction.fits import new_row_covariance
+
+        store.factor_options = {"rank": self.estimate_.rank, "prior": self.estimate_.prior}
+        if new_row_covariance(self.scores_.values) == "factor":
+            store.board_covariance = "factor"
 
     def _adopt_own_fit(self, store) -> None:
         """Give ``store`` this model's fit of its board where ``auto``'s completion
@@ -901,6 +912,7 @@ class GaussianModel:
     @auto_memo.setter
     def auto_memo(self, memo) -> None:
         self._check_fitted()
+        self._share_board_options(memo.fits)
         self._auto_memo = memo
 
     def extrapolation(self, observed) -> list[dict]:

@@ -40,7 +40,7 @@ __all__ = ["INDUCTIVE", "FitStore", "GaussianFit", "SvdFit", "fitted_completion"
            "held_out_completion", "new_row_covariance"]
 
 
-def new_row_covariance(source: np.ndarray) -> str:
+def new_row_covariance(source: np.ndarray, fits: FitStore | None = None) -> str:
     """The covariance ``gaussian`` completes a new row with, given its ``source`` rows.
 
     ``gaussian`` completes with ``auto``, which for a matrix with a
@@ -48,8 +48,11 @@ def new_row_covariance(source: np.ndarray) -> str:
     EM iteration would cost more than
     :data:`~benchsel.gaussian.covariance.EM_MAX_FLOPS` or more memory than
     the budget (:func:`~benchsel.gaussian.covariance.em_affordable`): then
-    ``factor``.
+    ``factor``. Rows of a board too wide for EM
+    (:attr:`FitStore.board_covariance`) take the board's ``factor``.
     """
+    if fits is not None and fits.board_covariance is not None:
+        return fits.board_covariance
     return "em-shrink" if em_affordable(~np.isnan(source)) else "factor"
 
 
@@ -312,6 +315,13 @@ class FitStore:
         #: The rank and prior every ``factor`` fit takes: its board's own, where the
         #: board is a factor model (a fold choosing them again costs eight fits).
         self.factor_options: dict = {}
+        #: ``"factor"`` where the board is too wide for EM (its own Gaussian is the
+        #: factor model because EM's cost or memory rules it out): then every fit of
+        #: its rows asked for as ``auto`` or by ``gaussian`` is the factor model too.
+        #: A fold of two thirds of the rows can fall just within EM's cost cap and
+        #: then takes hours where the factor model takes seconds (300 x 1,000, 30%
+        #: missing). None: each fit decides on its own rows.
+        self.board_covariance: str | None = None
         self._fits: dict = {}
         self._saved = 0  # fits read from or written to a file
         self._shipped: set = set()  # keys of fits read from the package: never written
@@ -348,6 +358,8 @@ class FitStore:
         """``SvdFit(source)`` or ``GaussianFit(source, kind)``, fitted on the first
         request only."""
         source = np.ascontiguousarray(source, dtype=float)
+        if kind == "auto" and self.board_covariance is not None:
+            kind = self.board_covariance
         key = _key(source, kind)
         kind = key[0]
         if key in self._unchecked:
@@ -501,8 +513,9 @@ def fitted_completion(source: np.ndarray, x: np.ndarray, method: str, fits: FitS
     if method in ("svd", "svd+ridge"):
         return fits.get(source, "svd").fold_in(x)
     if method == "gaussian+svd":
-        return blend(gaussian(new_row_covariance(source)), fits.get(source, "svd").fold_in(x))
-    return gaussian(new_row_covariance(source))
+        return blend(gaussian(new_row_covariance(source, fits)),
+                     fits.get(source, "svd").fold_in(x))
+    return gaussian(new_row_covariance(source, fits))
 
 
 def held_out_completion(values: np.ndarray, held: np.ndarray, hidden: np.ndarray, method: str,
