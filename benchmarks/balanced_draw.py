@@ -15,7 +15,7 @@ sources), and keep only the best share ``q`` of them. The design stays
 random, but the kept draws are those on which every source model scores as
 it does on the whole benchmark.
 
-For each file and split (``benchsel.coreset.evaluate.model_split``; the
+For each file and split (``benchsel.evaluation.questions.model_split``; the
 interpolation split over ``--trials`` random splits, the others fixed), the
 design-weighted mean is scored on the held-out targets over the kept draws:
 its mean absolute error and root mean squared error (points), and the
@@ -36,7 +36,7 @@ from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
 from benchsel.coreset._base import difficulty_strata
-from benchsel.coreset.evaluate import model_split
+from benchsel.evaluation.questions import model_split
 
 SPLITS = ("interpolation", "extrapolation", "frontier")
 KEEP = (1.0, 0.2, 0.05, 0.01)

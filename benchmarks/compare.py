@@ -2,7 +2,7 @@
 
 For each bundled board: pairs of real models are held out of the fit, both
 are "run" on the same k benchmarks (the MI selection of the fit), and
-``benchsel.gaussian.compare.compare_models`` predicts their difference on
+``benchsel.models.compare.compare_models`` predicts their difference on
 every other benchmark they both have; the truth is their observed
 difference. Two settings: ``interpolation`` (the fit on a random 75% of the
 models, pairs drawn from the other 25%) and ``extrapolation`` (the fit on the
@@ -25,8 +25,8 @@ import numpy as np
 from _data import LEADERBOARDS, add_data_dir, load_board
 
 from benchsel import GaussianModel
-from benchsel.gaussian.compare import compare_models
 from benchsel.matrix import model_strength
+from benchsel.models.compare import compare_models
 
 
 def run(name: str, split: str, pairs: int, k: int, seed: int,

@@ -20,8 +20,8 @@ import numpy as np
 from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
-from benchsel.coreset.evaluate import evaluate_coresets
 from benchsel.coreset.registry import METHODS
+from benchsel.evaluation.questions import evaluate_coresets
 
 
 def main() -> None:

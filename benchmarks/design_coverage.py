@@ -26,8 +26,8 @@ from scipy.special import ndtri
 
 def per_target(values: np.ndarray, split: str, n: int, draws: int) -> dict:
     """Per held-out model: true score, wrong answers, true SD, reported SD, coverage."""
-    from benchsel.coreset.evaluate import model_split
     from benchsel.coreset.methods import StratifiedSampling
+    from benchsel.evaluation.questions import model_split
 
     source, target = model_split(values, split, np.random.default_rng([0, 0]))
     src, tgt = values[source], values[target]

@@ -59,8 +59,8 @@ def trial_gaps(path, split: str, trial: int) -> list[float]:
     """Each estimator's gap on one split and draw of one file."""
     from benchsel import read_scores
     from benchsel.coreset._base import question_difficulty
-    from benchsel.coreset.evaluate import model_split
     from benchsel.coreset.methods import GuardedEnsemble, aipw_estimate
+    from benchsel.evaluation.questions import model_split
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -85,7 +85,7 @@ RULES.update({
 
 
 def _targets(values: np.ndarray, split: str, trial: int):
-    from benchsel.coreset.evaluate import model_split
+    from benchsel.evaluation.questions import model_split
     from benchsel.splits import frontier_split
 
     if split == "weakest":

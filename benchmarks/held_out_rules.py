@@ -107,12 +107,12 @@ def switch_off(rule: str) -> None:
 
         gp.base_rows = lambda source: source[~gp.process_rows(source)]
     elif rule == "frontier-fraction-10":
-        import benchsel.gaussian.model as model
+        import benchsel.models.gaussian as model
 
         model.FRONTIER_APPLY_FRACTION = 0.1
     elif rule == "no-frontier-shift":
-        import benchsel.calibration.gaussian as calibrator
-        import benchsel.gaussian.model as model
+        import benchsel.models.calibrator as calibrator
+        import benchsel.models.gaussian as model
         import benchsel.prediction.frontier as frontier
 
         for module in (model, frontier, calibrator):

@@ -19,8 +19,8 @@ from _data import QUESTIONS, add_data_dir
 
 from benchsel._parallel import one_blas_thread
 from benchsel.coreset.double_optimize import DoubleOptimize
-from benchsel.coreset.evaluate import model_split
 from benchsel.coreset.lasso import LassoCoreset
+from benchsel.evaluation.questions import model_split
 
 SHARED = QUESTIONS  # --data-dir
 TUNING_FILES = ("glue_mrpc", "helm_gsm8k", "helm_math", "openllm_arc_challenge")

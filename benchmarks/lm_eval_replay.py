@@ -11,7 +11,7 @@ the whole user loop is run with real files and the real CLIs:
 1. ``write_replay_task`` writes a multiple-choice lm-eval task with one doc per
    matrix column; model row ``i`` is ``--model_args pretrained=m<i>,replay=...,row=<i>``.
 2. The models are split as benchsel's ``coreset-eval`` splits them
-   (``benchsel.coreset.evaluate.model_split``): ``interpolation`` = a random
+   (``benchsel.evaluation.questions.model_split``): ``interpolation`` = a random
    75% of the models are sources, the other 25% held out (redrawn for each of
    ``--trials`` trials, generator ``default_rng([seed, trial])``);
    ``extrapolation`` = sources are the weakest 50% by full-task accuracy,
@@ -105,9 +105,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lmeval.fake_lm import write_replay_task  # noqa: E402
 from lmeval.run import run_many  # noqa: E402
 
-from benchsel.calibration.questions import Calibrated  # noqa: E402
-from benchsel.coreset.evaluate import model_split  # noqa: E402
+from benchsel.coreset.calibrated import Calibrated  # noqa: E402
 from benchsel.coreset.registry import make_method  # noqa: E402
+from benchsel.evaluation.questions import model_split  # noqa: E402
 from benchsel.plan import load_plan  # noqa: E402
 
 DEFAULT_FILES = "helm_mmlu,helm_gsm8k"

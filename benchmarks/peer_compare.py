@@ -36,8 +36,8 @@ import numpy as np
 from _data import add_data_dir
 from scipy.special import ndtri
 
-from benchsel.coreset.evaluate import run_trial
 from benchsel.coreset.registry import DEFAULT_METHOD
+from benchsel.evaluation.questions import run_trial
 from benchsel.io import read_scores
 
 WORKER = Path(__file__).resolve().parent / "peer_worker.py"

@@ -5,7 +5,7 @@ Usage: python benchmarks/stratification_bound.py [--data-dir DIR] [-n N] [--tria
                                                [--draws D]
 
 For each per-question file and split (the splits of ``benchsel coreset-eval``:
-``benchsel.coreset.evaluate.model_split``), the design standard deviation of
+``benchsel.evaluation.questions.model_split``), the design standard deviation of
 two estimators of a target model's full-benchmark mean, both from ``n``
 questions, computed from the target's actual scores (finite-population
 variances, no simulation):
@@ -43,7 +43,7 @@ from _data import add_data_dir
 
 from benchsel import DataWarning, read_scores
 from benchsel.coreset._base import difficulty_strata
-from benchsel.coreset.evaluate import model_split
+from benchsel.evaluation.questions import model_split
 
 
 def design_sd(y: np.ndarray, strata: np.ndarray | None, n: int) -> np.ndarray:

@@ -14,10 +14,10 @@ from benchsel.calibration import (
     outside_range,
     unknown_calibration,
 )
-from benchsel.calibration.gaussian import GaussianCalibrator
 from benchsel.coreset._base import CoresetMethod
 from benchsel.evaluation import evaluate_completion, extrapolate
 from benchsel.matrix import ScoreMatrix
+from benchsel.models.calibrator import GaussianCalibrator
 from benchsel.prediction.residuals import calibrate_completion
 
 Z90 = norm.ppf(0.95)
@@ -393,7 +393,7 @@ def _irt_answers(models=160, questions=300, seed=10):
 
 
 def test_calibrated_question_method_keeps_questions_and_means():
-    from benchsel.calibration.questions import Calibrated
+    from benchsel.coreset.calibrated import Calibrated
     from benchsel.coreset.registry import make_method
 
     values = _irt_answers()
@@ -409,7 +409,7 @@ def test_calibrated_question_method_keeps_questions_and_means():
 
 
 def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources():
-    from benchsel.calibration.questions import Calibrated
+    from benchsel.coreset.calibrated import Calibrated
     from benchsel.coreset.registry import make_method
 
     values = _irt_answers(models=300, seed=11)
@@ -431,7 +431,7 @@ def test_calibrated_question_method_repairs_a_learned_method_beyond_its_sources(
 
 
 def test_calibrated_random_sampling_is_never_zero_width():
-    from benchsel.calibration.questions import Calibrated
+    from benchsel.coreset.calibrated import Calibrated
     from benchsel.coreset.registry import make_method
 
     values = _irt_answers(seed=12)
@@ -462,7 +462,7 @@ class _HalfDesignBased(CoresetMethod):
 
 
 def test_calibrated_keeps_design_based_rows_apart_from_model_based_ones():
-    from benchsel.calibration.questions import Calibrated
+    from benchsel.coreset.calibrated import Calibrated
 
     values = _irt_answers(models=200, seed=14)
     cal = Calibrated(_HalfDesignBased(n_questions=40, random_state=0)).fit(values[:150])
@@ -499,7 +499,7 @@ class _WideGuarded(_WideAmongSources):
 
 
 def test_calibration_narrows_model_based_rows_only_of_a_method_that_keeps_them_among_sources():
-    from benchsel.calibration.questions import Calibrated
+    from benchsel.coreset.calibrated import Calibrated
 
     values = _irt_answers(models=200, seed=15)
     x = values[150:, :40]

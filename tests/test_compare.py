@@ -7,7 +7,7 @@ import pytest
 
 from benchsel import GaussianModel, ScoreMatrix, load_dataset
 from benchsel.cli import main
-from benchsel.gaussian.compare import compare_models
+from benchsel.models.compare import compare_models
 
 
 def _gaussian_board(m=700, n=10, seed=0):

@@ -8,8 +8,8 @@ from sklearn.linear_model import RidgeCV
 
 from benchsel import ScoreMatrix
 from benchsel.cli import main
-from benchsel.coreset.evaluate import evaluate_coresets, model_split
 from benchsel.coreset.registry import DEFAULT_METHOD, METHODS, PAPER_REFITS, make_method
+from benchsel.evaluation.questions import evaluate_coresets, model_split
 
 
 def irt_scores(m=60, n=120, seed=0):
@@ -363,7 +363,7 @@ def test_one_sampled_question_has_a_finite_error_bar():
 def test_coreset_eval_on_dask_gives_the_serial_result():
     distributed = pytest.importorskip("dask.distributed")
     from benchsel import ScoreMatrix
-    from benchsel.coreset.evaluate import evaluate_coresets
+    from benchsel.evaluation.questions import evaluate_coresets
 
     rng = np.random.default_rng(5)
     x = (rng.random((40, 80)) < rng.random(80)).astype(float)

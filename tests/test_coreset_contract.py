@@ -15,8 +15,8 @@ from sklearn.base import BaseEstimator, clone
 
 import benchsel
 import benchsel.gaussian
-from benchsel.calibration.questions import Calibrated
 from benchsel.coreset._base import CoresetMethod
+from benchsel.coreset.calibrated import Calibrated
 from benchsel.coreset.refit import Refit
 from benchsel.coreset.registry import METHODS, make_method, method_names
 from benchsel.exceptions import NotFittedError
@@ -56,7 +56,7 @@ def test_the_registry_lists_every_method_family():
     assert issubclass(Refit, CoresetMethod) and issubclass(Calibrated, CoresetMethod)
     assert issubclass(CoresetMethod, BaseEstimator)
     assert benchsel.NotFittedError is NotFittedError
-    assert benchsel.gaussian.NotFittedError is NotFittedError
+    assert benchsel.exceptions.NotFittedError is NotFittedError
 
 
 @pytest.mark.parametrize("name", NAMES)

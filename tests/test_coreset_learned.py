@@ -211,7 +211,7 @@ def test_lasso_reaches_exactly_n_on_real_binary_scores(name, trial):
     """0/1 answers with many near-identical questions: bisection with warm starts stopped
     at 44 and 34 non-zero weights on the first two splits, closing in on a jump past 50;
     on the third, a cold fit has more than 50 where the warm walk had fewer."""
-    from benchsel.coreset.evaluate import model_split
+    from benchsel.evaluation.questions import model_split
 
     values = np.load(QUESTIONS / f"{name}.npz")["scores"]
     src, _ = model_split(values, "interpolation", np.random.default_rng([0, trial]))

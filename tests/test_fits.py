@@ -360,9 +360,9 @@ def test_ridge_asked_for_some_rows_predicts_them_as_the_whole_completion():
 def test_a_subsampled_frontier_split_is_fitted_on_its_own_models(monkeypatch):
     # Above MAX_MODELS the frontier split is drawn within a subsample; the fit auto's
     # store shares must be of that split's models, as the calibrator's own fit is.
-    from benchsel.calibration import gaussian as calibrator_module
-    from benchsel.calibration.gaussian import GaussianCalibrator
+    from benchsel.models import calibrator as calibrator_module
     from benchsel.datasets.synthetic import synthetic_board
+    from benchsel.models.calibrator import GaussianCalibrator
 
     monkeypatch.setattr(calibrator_module, "MAX_MODELS", 300)
     scores = synthetic_board(n_models=400, n_items=8, rank=2, top_drift=1.5, missing=0.05,

@@ -170,7 +170,7 @@ def test_compare_says_in_one_line_which_differences_cannot_be_predicted(tmp_path
     import json
 
     from benchsel.cli import main
-    from benchsel.gaussian.compare import compare_models
+    from benchsel.models.compare import compare_models
 
     model, pred = _strangers_predictions()
     board = synthetic_board(**SYNTHETIC_BOARDS["everything"])

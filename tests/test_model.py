@@ -14,7 +14,8 @@ from benchsel import (
     load_dataset,
     spectrum,
 )
-from benchsel.gaussian import NotFittedError, conditional_moments
+from benchsel.exceptions import NotFittedError
+from benchsel.gaussian import conditional_moments
 
 
 def synthetic_scores(m, n, rng, missing=0.0, scale=None):

@@ -9,8 +9,9 @@ from benchsel import names
 def test_registries_list_exactly_the_names():
     from benchsel.coreset.registry import DEFAULT_METHOD, METHODS, PAPER_REFITS
     from benchsel.evaluation.cv import SCORINGS
-    from benchsel.gaussian import CALIBRATIONS, COVARIANCE_METHODS
+    from benchsel.gaussian import COVARIANCE_METHODS
     from benchsel.io import _FORMATS
+    from benchsel.models import CALIBRATIONS
     from benchsel.prediction import COMPLETERS
     from benchsel.selection import OBJECTIVES
     from benchsel.transforms import TRANSFORMS

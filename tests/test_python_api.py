@@ -79,8 +79,8 @@ def test_every_data_form_gives_the_same_plan(tmp_path):
 def test_every_data_form_gives_the_same_evaluation(tmp_path):
     # The protocols take what the planners take: a bundled name, a DataFrame, a
     # file, a ScoreMatrix (they read '.cleaned()' of a string before).
-    from benchsel.coreset.evaluate import evaluate_coresets
     from benchsel.evaluation import dated, evaluate_completion, frontier
+    from benchsel.evaluation.questions import evaluate_coresets
 
     board = benchsel.load_dataset("wildbench")
     frame = board.to_frame()
@@ -149,8 +149,8 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, c
     import warnings
 
     from benchsel.analyses import audit, discover, normality, paired_difference, question_budget
-    from benchsel.coreset.evaluate import evaluate_coresets
     from benchsel.evaluation import evaluate_completion, frontier, oracle_subsets
+    from benchsel.evaluation.questions import evaluate_coresets
 
     def same(values, expected):
         assert [None if v is None or v != v else v for v in values] == pytest.approx(
@@ -203,7 +203,7 @@ def test_every_command_result_has_a_frame_of_what_the_command_prints(tmp_path, c
     frame = question_budget(model, ["GSM8K", "MMLU"], fraction=0.2).to_frame()
     assert list(frame.index) == ["GSM8K", "MMLU"] and (frame["questions_needed"] > 0).all()
 
-    from benchsel.gaussian.compare import compare_models
+    from benchsel.models.compare import compare_models
 
     comparison = compare_models(model, {"GSM8K": 0.5, "MMLU": 0.6}, {"GSM8K": 0.7, "MMLU": 0.6})
     frame = comparison.to_frame()

@@ -145,7 +145,7 @@ def test_report_never_overwrites_its_input(tmp_path, capsys):
 
 def test_library_report_matches_a_direct_fit():
     """The selection shown is what select -k 5 picks on the same data."""
-    from benchsel.gaussian import GaussianModel
+    from benchsel.models import GaussianModel
 
     helm = load_dataset("helm_lite")
     report = build_report(helm, dataset="helm_lite", folds=3, k_max=4)
@@ -163,7 +163,7 @@ def test_the_report_fits_with_the_transform_it_is_given(tmp_path, capsys):
     """report --transform logit was accepted and silently ignored: the page showed the
     untransformed selection (MedQA, GSM8K, OpenbookQA where select gives GSM8K, MATH,
     MMLU)."""
-    from benchsel.gaussian import GaussianModel
+    from benchsel.models import GaussianModel
 
     helm = load_dataset("helm_lite")
     direct = GaussianModel(transform="logit", calibration="none").fit(helm).select(

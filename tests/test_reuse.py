@@ -3,8 +3,8 @@
 import numpy as np
 
 from benchsel._reuse import reuse_fits, reused
-from benchsel.coreset.evaluate import run_trial
 from benchsel.coreset.registry import make_method
+from benchsel.evaluation.questions import run_trial
 
 
 def _binary(seed=0, m=40, n=120):

@@ -2,7 +2,7 @@
 predict the rest with error bars.
 
 The data flow is one way: :mod:`benchsel.io` reads a
-:class:`~benchsel.matrix.ScoreMatrix`; :class:`~benchsel.gaussian.GaussianModel`
+:class:`~benchsel.matrix.ScoreMatrix`; :class:`~benchsel.models.GaussianModel`
 fits it, selects items and predicts the others; :mod:`benchsel.evaluation`
 evaluates and :mod:`benchsel.analyses` diagnoses; :mod:`benchsel.cli` is a
 thin layer on top.
@@ -22,10 +22,10 @@ from ._version import __version__
 _EXPORTS = {
     "ConvergenceWarning": "exceptions",
     "CovarianceEstimate": "gaussian",
-    "GaussianModel": "gaussian",
+    "GaussianModel": "models",
     "NotFittedError": "exceptions",
-    "Prediction": "gaussian",
-    "Selection": "gaussian",
+    "Prediction": "models",
+    "Selection": "models",
     "em_covariance": "gaussian",
     "estimate_covariance": "gaussian",
     "pairwise_covariance": "gaussian",

@@ -5,7 +5,7 @@ source models: anchor-points-weighted, anchor-points-predictor and the
 papers' refits of the first cluster the questions identically (same data,
 same generator state), and p-irt, gp-irt and gp-irt++ fit the same IRT
 model. Inside ``with reuse_fits():`` (one trial of
-:func:`benchsel.coreset.evaluate.evaluate_coresets`) such a fit is computed
+:func:`benchsel.evaluation.questions.evaluate_coresets`) such a fit is computed
 once; outside any scope nothing is kept, so a library user's memory never
 grows behind their back.
 

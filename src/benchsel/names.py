@@ -13,7 +13,7 @@ INPUT_FORMATS = ("wide", "long", "npz", "parquet")
 COVARIANCE_METHODS = ("auto", "em-shrink", "em", "pairwise", "factor", "paper")
 #: Per-column transforms (:mod:`benchsel.transforms`).
 TRANSFORMS = ("none", "logit")
-#: Interval calibration of :class:`~benchsel.gaussian.GaussianModel`.
+#: Interval calibration of :class:`~benchsel.models.GaussianModel`.
 CALIBRATIONS = ("conformal", "none")
 #: Selection objectives (:mod:`benchsel.selection.greedy`).
 OBJECTIVES = ("mi", "entropy", "random")
@@ -49,5 +49,5 @@ CORESET_METHODS = ("random-sampling", "stratified-sampling", "random-sampling-le
 DEFAULT_CORESET_METHOD = "guarded-ensemble"
 #: The refits Bowyer et al. report, evaluated with "all" beside the base methods.
 PAPER_REFITS = ("mrmr++", "anchor-points-weighted+", "anchor-points-weighted++", "gp-irt++")
-#: Question-level splits of the source models (:mod:`benchsel.coreset.evaluate`).
+#: Question-level splits of the source models (:mod:`benchsel.evaluation.questions`).
 SPLITS = ("interpolation", "extrapolation", "frontier", "stratified", "dated")

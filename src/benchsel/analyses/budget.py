@@ -16,7 +16,7 @@ With a total budget ``T``, questions are spread greedily in chunks: each
 chunk goes to the benchmark whose extra questions most lower the total
 predictive variance of every unselected benchmark, the selected scores
 entering as noisy measurements (the mixed plan's model, see
-:meth:`benchsel.gaussian.GaussianModel.predict` ``observed_std``).
+:meth:`benchsel.models.GaussianModel.predict` ``observed_std``).
 """
 
 from __future__ import annotations

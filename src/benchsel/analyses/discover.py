@@ -198,7 +198,7 @@ def discover(
     ----------
     scores : ScoreMatrix, optional
         Models x benchmarks; the correlation is estimated with
-        ``covariance`` (as :class:`~benchsel.gaussian.GaussianModel` does).
+        ``covariance`` (as :class:`~benchsel.models.GaussianModel` does).
     correlation : (names, ndarray), optional
         A correlation matrix instead of scores (e.g. from
         :func:`read_correlation`); no bootstrap then.

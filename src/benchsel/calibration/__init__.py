@@ -49,9 +49,9 @@ model beyond the range needs.
 Modules: :mod:`~benchsel.calibration.conformal` (the multipliers),
 :mod:`~benchsel.calibration.regimes` (inside or beyond the fitted range),
 :mod:`~benchsel.calibration.splits` (the held-out sets),
-:mod:`~benchsel.calibration.gaussian` (:class:`GaussianCalibrator`, the
+:mod:`~benchsel.models.calibrator` (:class:`GaussianCalibrator`, the
 Gaussian conditional's residuals and frontier shift) and
-:mod:`~benchsel.calibration.questions` (:class:`Calibrated`, any
+:mod:`~benchsel.coreset.calibrated` (:class:`Calibrated`, any
 question-level method). The last two are imported on first use (PEP 562):
 they import the Gaussian model and scikit-learn.
 """

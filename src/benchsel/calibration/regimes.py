@@ -103,7 +103,7 @@ def regime_excess(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     inside: it gets the smallest positive excess (the ``outside``
     multiplier) when its strength lies within the range. This is the rule
     :meth:`GaussianModel.extrapolation
-    <benchsel.gaussian.GaussianModel.extrapolation>` flags by, so a flagged
+    <benchsel.models.GaussianModel.extrapolation>` flags by, so a flagged
     model is calibrated as outside.
 
     Parameters

@@ -8,9 +8,9 @@ import contextlib
 from pathlib import Path
 
 from ..datasets import bundled_path, resolve_data
-from ..gaussian import GaussianModel
 from ..io import check_output_folder, check_output_path, read_costs
 from ..lmeval import parse_per_task
+from ..models import GaussianModel
 from ..observations import as_items
 from ..sources import as_scores, is_lm_eval_data, task_sources
 from ._workers import _fan_out

@@ -15,7 +15,7 @@ from ._render import _emit, _table
 
 
 def cmd_compare(args) -> int:
-    from ..gaussian.compare import compare_models
+    from ..models.compare import compare_models
 
     if args.paired or args.lm_eval_task:
         return _compare_paired(args)

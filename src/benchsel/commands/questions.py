@@ -43,7 +43,7 @@ def cmd_coreset(args) -> int:
 
 
 def cmd_coreset_eval(args) -> int:
-    from ..coreset.evaluate import evaluate_coresets
+    from ..evaluation.questions import evaluate_coresets
 
     progress = Progress("trials", enabled=False if args.quiet else None)
     try:

@@ -25,7 +25,7 @@ method. A method has a registry ``name`` and three calls:
     Which rows of ``predict`` are design-based estimates (a consistent
     estimate with its design's error bar) rather than model-based ones;
     calibration treats those rows apart
-    (:class:`~benchsel.calibration.questions.Calibrated`). False everywhere
+    (:class:`~benchsel.coreset.calibrated.Calibrated`). False everywhere
     unless a method says otherwise.
 
 ``predict``, ``design_based`` and any fitted attribute (a name ending in
@@ -282,7 +282,7 @@ class CoresetMethod(BaseEstimator):
     _unit_interval: ClassVar[bool] = False
     #: Whether the model-based rows are only ever targets among the source models
     #: (the other rows design-based): their calibration may then narrow the error
-    #: bar, not only widen it (:class:`~benchsel.calibration.questions.Calibrated`).
+    #: bar, not only widen it (:class:`~benchsel.coreset.calibrated.Calibrated`).
     model_rows_among_sources: ClassVar[bool] = False
 
     def __init__(self, n_questions: int | None = None, *, random_state=None):

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from ..gaussian import GaussianModel
 from ..matrix import DataWarning, ScoreMatrix
+from ..models import GaussianModel
 from ..sources import as_scores
 
 __all__ = ["selection_frequency"]
@@ -20,9 +20,9 @@ def selection_frequency(
     """Share of model resamples in which each benchmark is selected.
 
     Each resample draws the models with replacement, refits a
-    :class:`~benchsel.gaussian.GaussianModel` (``model_options``) and
+    :class:`~benchsel.models.GaussianModel` (``model_options``) and
     selects ``k`` items (``select_options`` as in
-    :meth:`~benchsel.gaussian.GaussianModel.select`). ``seed`` draws the
+    :meth:`~benchsel.models.GaussianModel.select`). ``seed`` draws the
     resamples.
 
     Returns

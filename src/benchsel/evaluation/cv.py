@@ -47,12 +47,12 @@ from ..calibration import (
     regime_excess,
     unknown_calibration,
 )
-from ..calibration.gaussian import GaussianCalibrator
 from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..io import model_order_keys
 from ..matrix import ScoreMatrix
+from ..models.calibrator import GaussianCalibrator
 from ..selection.greedy import OBJECTIVES, run_greedy
 from ..sources import as_scores
 from ..splits import (
@@ -370,14 +370,14 @@ def _fold(
 
 
 def _shipped_model(train: np.ndarray, covariance: str, transform: str, calibrate: bool):
-    """The :class:`~benchsel.gaussian.GaussianModel` ``predict`` would fit on ``train``.
+    """The :class:`~benchsel.models.GaussianModel` ``predict`` would fit on ``train``.
 
     Items are named by column position, so that predictions map back to the
     protocol's columns; options other than these are the model's defaults,
     as ``benchsel predict`` uses them.
     """
-    from ..gaussian import GaussianModel
     from ..matrix import DataWarning
+    from ..models import GaussianModel
 
     scores = ScoreMatrix(train, [f"m{i}" for i in range(len(train))],
                          [str(j) for j in range(train.shape[1])])
@@ -395,7 +395,7 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
 
     As a user predicts a new model: each validation model gives the selected
     items' scores (and nothing else), :meth:`GaussianModel.predict
-    <benchsel.gaussian.GaussianModel.predict>` with ``method=predictor``
+    <benchsel.models.GaussianModel.predict>` with ``method=predictor``
     predicts the rest -- its bounded point prediction and its calibrated
     interval, exactly what ``benchsel predict`` prints. They are scored in
     the protocol's standardized units: the point clipped as the targets are
@@ -647,7 +647,7 @@ def cross_validate(
     holdout : float, default 0.1
         Fraction ``p`` that sets the training subsample ``floor((1 - p) M)``.
     covariance : str, default "auto"
-        Estimator, as in :class:`~benchsel.gaussian.GaussianModel`.
+        Estimator, as in :class:`~benchsel.models.GaussianModel`.
     ridge : float, default 1e-2
         Added to observed blocks in conditional solves.
     clip : float, default 10
@@ -673,7 +673,7 @@ def cross_validate(
         (see the module notes).
     calibrate : bool, default True
         Calibrate each fold's intervals on its own training models
-        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`: three
+        (:class:`~benchsel.models.calibrator.GaussianCalibrator`: three
         random folds and two strength splits, each a covariance fit) before
         measuring ``interval_coverage``; ``uncalibrated_coverage`` is that of
         the uncalibrated conditional variance. ``False`` skips the extra
@@ -683,9 +683,9 @@ def cross_validate(
         ``gaussian``: the paper's protocol, the fold's Gaussian conditional
         mean (with ``ridge`` and ``clip``, no score bounds). Any other method
         of :data:`~benchsel.prediction.COMPLETERS` is scored as it ships:
-        a :class:`~benchsel.gaussian.GaussianModel` with its default options
+        a :class:`~benchsel.models.GaussianModel` with its default options
         is fitted on the fold's training models and each validation model
-        is predicted by its :meth:`~benchsel.gaussian.GaussianModel.predict`
+        is predicted by its :meth:`~benchsel.models.GaussianModel.predict`
         from the selected scores alone, with ``method=predictor`` -- the
         bounded point and calibrated interval ``benchsel predict`` prints
         (``auto``: the winner of a cross-validation on the training models
@@ -705,7 +705,7 @@ def cross_validate(
         average; :func:`benchsel.aggregates.aggregate_columns` on each
         fold's training models) be selected. By default each fold leaves it
         out of the choice as :meth:`GaussianModel.select
-        <benchsel.gaussian.GaussianModel.select>` does (it is still
+        <benchsel.models.GaussianModel.select>` does (it is still
         predicted and scored); ``scoring="paper"`` selects from every
         column, as the published code does.
 

@@ -1,10 +1,10 @@
 """Is a new model's prediction an extrapolation? The training models' range, and scale slips.
 
-A fitted :class:`~benchsel.gaussian.GaussianModel` keeps one
+A fitted :class:`~benchsel.models.GaussianModel` keeps one
 :class:`TrainingRange`: each item's lowest and highest training score, its
 scale (fractions or percent) and the training models' strengths. It says
 whether a new model lies beyond them (:meth:`TrainingRange.report`, what
-:meth:`GaussianModel.extrapolation <benchsel.gaussian.GaussianModel.extrapolation>`
+:meth:`GaussianModel.extrapolation <benchsel.models.GaussianModel.extrapolation>`
 returns) and puts a score given on the other scale of its column back on
 its own (:meth:`TrainingRange.rescale`).
 """
@@ -112,7 +112,7 @@ class TrainingRange:
 
     def report(self, raw: np.ndarray) -> dict:
         """One model's extrapolation record (see :meth:`GaussianModel.extrapolation
-        <benchsel.gaussian.GaussianModel.extrapolation>`); ``raw`` over :attr:`items`."""
+        <benchsel.models.GaussianModel.extrapolation>`); ``raw`` over :attr:`items`."""
         out = {
             "flag": False, "direction": None, "reasons": [], "strength": None,
             "strength_percentile": None, "items_above_training_max": 0,

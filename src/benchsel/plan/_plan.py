@@ -213,7 +213,7 @@ class Plan:
 
         Returns
         -------
-        benchsel.gaussian.Prediction
+        benchsel.models.Prediction
             ``.to_frame()``: one row per benchmark (or task), columns
             ``mean, std, low, high, observed``; ``.to_dict()``: the JSON of
             ``benchsel predict --json``.
@@ -262,7 +262,7 @@ class Plan:
 
         Returns
         -------
-        benchsel.gaussian.Prediction
+        benchsel.models.Prediction
             Items are the plan's tasks.
         """
         if self.level != "questions":
@@ -287,7 +287,7 @@ class Plan:
 
         Returns
         -------
-        benchsel.gaussian.Prediction
+        benchsel.models.Prediction
             Over the leaderboard's benchmarks; the sampled tasks are
             predicted too (their sample estimate combined with the rest).
         """

@@ -90,7 +90,7 @@ class BenchmarkPlan:
     options : dict
         ``GaussianModel`` parameters (``covariance``, ``transform``, ``bounds``).
     selection : dict
-        :meth:`benchsel.gaussian.Selection.to_dict` of the selection.
+        :meth:`benchsel.models.Selection.to_dict` of the selection.
     check : ndarray
         Predicted means of the first source models from the selected
         benchmarks, recorded to verify the rebuilt model.
@@ -113,7 +113,7 @@ class BenchmarkPlan:
         return list(self.selection["selected"])
 
     def model(self):
-        """The fitted :class:`~benchsel.gaussian.GaussianModel` (rebuilt once, verified).
+        """The fitted :class:`~benchsel.models.GaussianModel` (rebuilt once, verified).
 
         A failure names the plan part: ``where``, its file and JSON path."""
         if self._model is None:
@@ -163,7 +163,7 @@ class BenchmarkPlan:
 
 
 def _fit_gaussian(source: ScoreMatrix, options: dict):
-    from ..gaussian import GaussianModel
+    from ..models import GaussianModel
 
     return GaussianModel(**options).fit(source)
 
@@ -313,10 +313,10 @@ def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool 
     """A fitted question-level method; ``seed`` is an int or a Generator.
 
     With ``calibrate`` its error bars are calibrated on the source models
-    (:class:`~benchsel.calibration.questions.Calibrated`; the same questions and
+    (:class:`~benchsel.coreset.calibrated.Calibrated`; the same questions and
     means).
     """
-    from ..calibration.questions import Calibrated
+    from ..coreset.calibrated import Calibrated
     from ..coreset.registry import make_method
 
     method = make_method(name, n_questions=n, random_state=seed)

@@ -45,7 +45,7 @@ def plan_benchmarks(
     data : ScoreMatrix, DataFrame, path or bundled dataset name
         The source leaderboard (see :func:`benchsel.sources.as_scores`).
     k, objective, include, exclude, costs, budget, target_residual, seed, keep_aggregates
-        As in :meth:`benchsel.gaussian.GaussianModel.select`.
+        As in :meth:`benchsel.models.GaussianModel.select`.
     command : str, optional
         Recorded in the plan: the command line that made it.
     prepare_auto : bool, default True
@@ -54,14 +54,14 @@ def plan_benchmarks(
         takes longer (seconds to a minute on the largest bundled boards),
         every prediction from the plan is then as fast as a completion.
     model_options
-        :class:`~benchsel.gaussian.GaussianModel` parameters.
+        :class:`~benchsel.models.GaussianModel` parameters.
 
     Returns
     -------
     Plan
         ``plan.run_in_full`` lists the benchmarks to run.
     """
-    from ..gaussian import GaussianModel
+    from ..models import GaussianModel
 
     scores = as_scores(data)
     model = GaussianModel(**model_options).fit(scores)

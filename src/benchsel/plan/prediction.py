@@ -3,7 +3,7 @@ plan's leaderboard from full runs and sampled tasks.
 
 :class:`~benchsel.plan.Plan`'s ``predict_*`` methods check what they were
 given and call these; a benchmark-level plan predicts with its rebuilt
-:class:`~benchsel.gaussian.GaussianModel` directly.
+:class:`~benchsel.models.GaussianModel` directly.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def task_estimates(plan, observed, level: float):
     """Per model and task: the question-level estimate of the task score (a Prediction)."""
     from scipy.special import ndtri
 
-    from ..gaussian import Prediction
+    from ..models import Prediction
 
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level!r}")

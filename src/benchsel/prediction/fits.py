@@ -7,7 +7,7 @@ scores (:class:`GaussianFit` conditions a row, :class:`SvdFit` folds it
 in). The models a fold keeps do not depend on which scores are given, so
 one fit serves every set of given benchmarks on that board: a :class:`FitStore`
 keeps each fit by the digest of the rows it was fitted on, and a fitted
-:class:`~benchsel.gaussian.GaussianModel` holds one (in its
+:class:`~benchsel.models.GaussianModel` holds one (in its
 :class:`~benchsel.prediction.memo.AutoMemo`) for all its predictions.
 """
 

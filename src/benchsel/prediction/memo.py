@@ -9,7 +9,7 @@ board measures the winner's frontier shift
 completions of the whole matrix, seconds to a minute, while completing the
 new model's row with the winner takes one. All depend only on the training
 matrix, the pattern and the method, so an :class:`AutoMemo` keeps them: a fitted
-:class:`~benchsel.gaussian.GaussianModel` holds one, a plan stores the
+:class:`~benchsel.models.GaussianModel` holds one, a plan stores the
 decisions for its selection (:meth:`AutoMemo.to_json`), so that ``predict
 --plan`` only completes, and ``benchsel predict DATA`` keeps them in a cache
 folder between runs (:func:`load_cached`, :func:`save_cached`).
@@ -32,7 +32,7 @@ __all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_c
            "save_cached"]
 
 #: The key of the Gaussian conditional's own held-out residuals (those of
-#: :class:`~benchsel.gaussian.GaussianCalibrator`, which refits the covariance
+#: :class:`~benchsel.models.GaussianCalibrator`, which refits the covariance
 #: on five splits of the sources): not a completion method's.
 GAUSSIAN_CONDITIONAL = "gaussian-conditional"
 

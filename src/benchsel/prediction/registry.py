@@ -68,7 +68,7 @@ def complete_new_rows(
     on ``train`` once (kept in ``fits``) and each new row is conditioned on
     that Gaussian or folded into that low-rank model
     (:func:`~benchsel.prediction.fits.fitted_completion`), as
-    :class:`~benchsel.gaussian.GaussianModel` does and as ``auto``'s choice
+    :class:`~benchsel.models.GaussianModel` does and as ``auto``'s choice
     scored them (``ridge``, half of ``svd+ridge``, regresses on ``train``
     stacked on the row); ``gp`` then corrects a row with at most
     :data:`~benchsel.prediction.gp.MAX_INPUTS` scores by its residual

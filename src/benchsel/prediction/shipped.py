@@ -42,7 +42,7 @@ def board_fits(model) -> FitStore:
     fit on the whole matrix, for every method of
     :data:`~benchsel.prediction.fits.INDUCTIVE`; the Gaussian's calibration
     splits and frontier split, where they are ``auto``'s fits
-    (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s
+    (:class:`~benchsel.models.calibrator.GaussianCalibrator`'s
     ``shared``). They do not depend on the benchmarks given (one is given
     here), so this is every fit any prediction on the board needs. Slow:
     what the shipped files save.

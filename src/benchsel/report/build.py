@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from ..gaussian import GaussianModel
 from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
+from ..models import GaussianModel
 from ..selection.greedy import describe_certificate
 from ..sources import as_scores
 from . import figures

@@ -1,7 +1,7 @@
 """The difference between two models on every benchmark, with an honest error bar.
 
 Each model's unrun benchmarks are predicted as by
-:meth:`~benchsel.gaussian.GaussianModel.predict` (Gaussian conditional,
+:meth:`~benchsel.models.GaussianModel.predict` (Gaussian conditional,
 calibrated standard deviations). The error bar of the difference
 ``B - A`` is ``sqrt(s_A^2 + s_B^2 - 2 rho s_A s_B)``: the two predictions'
 errors are correlated when both come from the same fit -- for two models
@@ -9,7 +9,7 @@ beyond the range of the source models, the fit misses both the same way
 (they are too strong for it), so their difference is known far better than
 either score. ``rho`` is measured, not assumed: the intraclass correlation
 of held-out models' errors on the same item in the calibration splits
-(:meth:`~benchsel.gaussian.GaussianCalibrator.error_correlation`), the
+(:meth:`~benchsel.models.GaussianCalibrator.error_correlation`), the
 ``outside`` one when both models lie beyond the source range, else the
 ``inside`` one.
 
@@ -24,7 +24,7 @@ gets no error bar and no ``P(B > A)`` (``null`` in JSON; the table says
 Two scores inside their bounds differ by at most the bounds' width, so the
 interval of a difference is cut there. Where either model's prediction is
 only its column's spread among the source models (the method knew no more:
-:attr:`Prediction.limited <benchsel.gaussian.Prediction.limited>`), the
+:attr:`Prediction.limited <benchsel.models.Prediction.limited>`), the
 difference cannot be predicted from what the two were run on, and
 :meth:`Comparison.unpredictable` names those items.
 """
@@ -64,7 +64,7 @@ class Comparison:
     def unpredictable(self) -> list[str]:
         """The items whose difference cannot be predicted from what was run: one of the
         two predictions there is only the column's spread among the source models
-        (:attr:`Prediction.limited <benchsel.gaussian.Prediction.limited>`)."""
+        (:attr:`Prediction.limited <benchsel.models.Prediction.limited>`)."""
         if self.column_spread_only is None:
             return []
         return [item for item, flag in zip(self.items, self.column_spread_only) if flag]

@@ -1,6 +1,6 @@
 """Which method predicts a new model, and how its intervals are calibrated.
 
-:meth:`GaussianModel.predict <benchsel.gaussian.GaussianModel.predict>`
+:meth:`GaussianModel.predict <benchsel.models.GaussianModel.predict>`
 makes every row's extrapolation report and hands these functions the
 Gaussian conditional as a function of rows, made only for the rows it
 predicts: its calibration refits the covariance on five splits of the

@@ -29,6 +29,14 @@ import warnings
 
 import numpy as np
 
+from ..calibration.conformal import MIN_CELLS, Calibration, fit_calibration
+from ..calibration.regimes import (
+    FRONTIER_FRACTION,
+    clear_column_bias,
+    measures_frontier,
+    range_excess,
+)
+from ..calibration.splits import MAX_MODELS, calibration_splits
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     ConvergenceWarning,
@@ -38,9 +46,6 @@ from ..gaussian.covariance import (
 )
 from ..progress import report
 from ..splits import Fold, frontier_split
-from .conformal import MIN_CELLS, Calibration, fit_calibration
-from .regimes import FRONTIER_FRACTION, clear_column_bias, measures_frontier, range_excess
-from .splits import MAX_MODELS, calibration_splits
 
 __all__ = ["GaussianCalibrator"]
 

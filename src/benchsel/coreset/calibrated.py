@@ -46,10 +46,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from ..coreset._base import CoresetMethod, inner_settings
-from .conformal import Calibration, fit_calibration
-from .regimes import range_excess
-from .splits import calibration_splits
+from ..calibration.conformal import Calibration, fit_calibration
+from ..calibration.regimes import range_excess
+from ..calibration.splits import calibration_splits
+from ._base import CoresetMethod, inner_settings
 
 __all__ = ["Calibrated", "CalibratedPrediction"]
 

@@ -23,6 +23,14 @@ from ..calibration import (
     unknown_calibration,
 )
 from ..exceptions import NotFittedError
+from ..gaussian.conditional import conditional_moments
+from ..gaussian.covariance import (
+    COVARIANCE_METHODS,
+    estimate_covariance,
+    fit_standardizer,
+    working_covariance,
+)
+from ..gaussian.extrapolation import TrainingRange
 from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix, Standardizer, _short_list
 from ..selection.greedy import (
     OBJECTIVES,
@@ -32,14 +40,6 @@ from ..selection.greedy import (
     run_greedy,
 )
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
-from .conditional import conditional_moments
-from .covariance import (
-    COVARIANCE_METHODS,
-    estimate_covariance,
-    fit_standardizer,
-    working_covariance,
-)
-from .extrapolation import TrainingRange
 from .results import Prediction, Selection
 from .routing import (
     calibrate_completion,
@@ -50,7 +50,7 @@ from .routing import (
 )
 
 if TYPE_CHECKING:
-    from ..calibration.gaussian import GaussianCalibrator
+    from .calibrator import GaussianCalibrator
 
 __all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
 
@@ -699,8 +699,8 @@ class GaussianModel:
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""
-        # Imported here: benchsel.calibration.gaussian imports this package.
-        from ..calibration.gaussian import GaussianCalibrator
+        # Imported here: benchsel.models.calibrator imports this package.
+        from .calibrator import GaussianCalibrator
 
         if self._calibrator is None:
             est = self.estimate_
@@ -731,7 +731,7 @@ class GaussianModel:
 
     def _shared_fits(self):
         """``(scores, FitStore)`` when the calibration's splits can be ``auto``'s fits
-        (:class:`~benchsel.calibration.gaussian.GaussianCalibrator`'s ``shared``),
+        (:class:`~benchsel.models.calibrator.GaussianCalibrator`'s ``shared``),
         else None."""
         return (self.scores_.values, self.auto_memo.fits) if self._fits_are_autos() else None
 

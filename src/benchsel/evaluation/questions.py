@@ -51,20 +51,20 @@ from scipy.stats import kendalltau, spearmanr
 from .. import names
 from .._parallel import map_tasks, one_blas_thread
 from .._reuse import reuse_fits
-from ..calibration.questions import Calibrated
-from ..evaluation.metrics import (
+from ..coreset._base import resolve_n
+from ..coreset.calibrated import Calibrated
+from ..coreset.registry import DEFAULT_METHOD, make_method, method_names
+from ..io import model_order_keys
+from ..matrix import DataWarning, ScoreMatrix
+from ..sources import as_scores
+from ..splits import dated_split, frontier_split, random_split, strength_split
+from .metrics import (
     hamming_stability,
     interval_coverage,
     json_record,
     model_similarity,
     nogueira_stability,
 )
-from ..io import model_order_keys
-from ..matrix import DataWarning, ScoreMatrix
-from ..sources import as_scores
-from ..splits import dated_split, frontier_split, random_split, strength_split
-from ._base import resolve_n
-from .registry import DEFAULT_METHOD, make_method, method_names
 
 __all__ = [
     "CoresetRow",
@@ -272,7 +272,7 @@ def evaluate_coresets(
     progress : callable(done, total) or None
     calibrate : bool, default True
         Calibrate every method's error bars on its own source models
-        (:class:`~benchsel.calibration.questions.Calibrated`: five refits per
+        (:class:`~benchsel.coreset.calibrated.Calibrated`: five refits per
         method and trial); ``interval_coverage`` is then calibrated and
         ``uncalibrated_coverage`` is the method's own (``nan`` for a method
         without an error bar). Fit times include the refits.
