@@ -360,8 +360,8 @@ def test_ridge_asked_for_some_rows_predicts_them_as_the_whole_completion():
 def test_a_subsampled_frontier_split_is_fitted_on_its_own_models(monkeypatch):
     # Above MAX_MODELS the frontier split is drawn within a subsample; the fit auto's
     # store shares must be of that split's models, as the calibrator's own fit is.
-    from benchsel.models import calibrator as calibrator_module
     from benchsel.datasets.synthetic import synthetic_board
+    from benchsel.models import calibrator as calibrator_module
     from benchsel.models.calibrator import GaussianCalibrator
 
     monkeypatch.setattr(calibrator_module, "MAX_MODELS", 300)
