@@ -42,6 +42,12 @@ def test_every_module_has_a_layer_and_mixed_folders_only_shrink(structure_module
         "a folder is one layer now: remove it from KNOWN_MIXED_FOLDERS")
 
 
+def test_imports_inside_functions_are_few(structure_module, benchsel_structure):
+    inside = benchsel_structure.function_imports()
+    assert len(inside) <= structure_module.MAX_FUNCTION_IMPORTS, [
+        f"{i.importer}:{i.line} imports {i.imported}" for i in inside]
+
+
 def _write(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = root / name

@@ -42,3 +42,14 @@ def test_selecting_imports_neither_scikit_learn_nor_scipy_stats():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "heavy:"
+
+
+def test_every_command_of_the_parser_has_the_module_that_runs_it():
+    import argparse
+
+    from benchsel import commands
+    from benchsel.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(commands.MODULES)
+    assert all(callable(commands.command(name)) for name in sub.choices)

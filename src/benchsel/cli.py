@@ -12,7 +12,7 @@ import argparse
 import sys
 import warnings
 
-from ._memory import budget
+from ._memory import budget, parse_size
 from ._version import __version__
 from .names import (
     CALIBRATIONS,
@@ -88,7 +88,7 @@ def _bounds(text: str) -> str:
     if text.strip().lower() in ("infer", "none"):
         return text.strip().lower()
     try:
-        from .bounds import parse_bounds
+        from .bounds import parse_bounds  # here: bounds needs numpy, which --help does not
 
         parse_bounds(text)
     except ValueError as err:
@@ -194,8 +194,6 @@ def _add_log_readers(p) -> None:
 
 
 def _memory_size(text: str) -> int:
-    from ._memory import parse_size
-
     try:
         return parse_size(text)
     except ValueError as err:
@@ -666,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
             print("benchsel: interrupted", file=sys.stderr)
             return 130
         try:
-            run = getattr(commands, "cmd_" + args.command.replace("-", "_"))
+            run = commands.command(args.command)
             commands.check_outputs(args)  # a target that cannot be written: before any work
             with budget(args.memory_budget):
                 if not args.quiet:

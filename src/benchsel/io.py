@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from . import _json, names
-from .matrix import MAX_MAGNITUDE, ScoreMatrix
+from ._npz import DAMAGED
+from .matrix import MAX_MAGNITUDE, DataWarning, ScoreMatrix
 
 __all__ = [
     "read_scores",
@@ -454,8 +455,6 @@ def _from_long(
 def _read_npz(path: Path) -> ScoreMatrix:
     import tokenize
 
-    from ._npz import DAMAGED
-
     damaged = (*DAMAGED, tokenize.TokenError)
     try:
         arrays = _npz_arrays(path)
@@ -520,8 +519,6 @@ def _dedupe(names: list[str], what: str, path: Path) -> list[str]:
     rather than rejected as a hand-written CSV would be.
     """
     import warnings
-
-    from .matrix import DataWarning
 
     seen: dict[str, int] = {}
     out, repeated = [], []

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._json import load_file
-from .io import parse_observed
+from .io import _as_scores, parse_observed
 from .lmeval import is_lm_eval_path, read_lm_eval, read_sample_scores
 from .matrix import DataWarning, ScoreMatrix
 from .sources import as_scores
@@ -150,7 +150,6 @@ def observe_benchmarks(source, items: Sequence[str], *, quiet_partial: bool = Fa
 
 
 def _one_model(scores: Mapping) -> ScoreMatrix:
-    from .io import _as_scores
 
     checked = _as_scores(scores.items(), "observed scores")
     return ScoreMatrix([list(checked.values())], [NEW_MODEL], list(checked),
@@ -282,8 +281,6 @@ def _json_file(source) -> Path | None:
 
 def _question_mapping(plan, source: Mapping) -> dict:
     """``{task: {doc_id: score}}`` (one model) or ``{model: {task: ...}}``, checked."""
-    from .plan.prediction import check_task_run
-
     def is_task_level(value) -> bool:  # {doc_id: score}: numbers inside
         return isinstance(value, Mapping) and not any(isinstance(v, Mapping)
                                                       for v in value.values())
@@ -301,7 +298,7 @@ def _question_mapping(plan, source: Mapping) -> dict:
                            for task, scores in runs.items()}
         for task, scores in out[str(model)].items():
             if task in plan.tasks:  # other tasks are left out, with a warning, later
-                check_task_run(plan.tasks[task], scores, f"{model}: task {task!r}")
+                plan.tasks[task].check_run(scores, f"{model}: task {task!r}")
     return out
 
 

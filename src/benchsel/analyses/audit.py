@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._frames import rows_frame
 from .._patterns import unique_rows
 from ..evaluation.metrics import json_record
 from ..exceptions import ConvergenceWarning
@@ -82,14 +83,10 @@ class AuditResult:
     def to_frame(self):
         """Per benchmark, as :class:`pandas.DataFrame`: flagged cells, drift, whether it
         decoupled (:meth:`cells_frame` lists the flagged cells)."""
-        from .._frames import rows_frame
-
         return rows_frame(self.benchmarks, "benchmark", AuditBenchmark)
 
     def cells_frame(self):
         """The flagged cells as a :class:`pandas.DataFrame` indexed by model and benchmark."""
-        from .._frames import rows_frame
-
         return rows_frame(self.cells, ["model", "benchmark"], AuditCell)
 
     def to_dict(self) -> dict:

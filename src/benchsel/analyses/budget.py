@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._frames import rows_frame
 from ..bounds import column_scale
 from ..evaluation.metrics import json_record
 from ..gaussian.conditional import conditional_moments
@@ -69,8 +70,6 @@ class BudgetResult:
 
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per benchmark."""
-        from .._frames import rows_frame
-
         return rows_frame(self.rows, "benchmark", BudgetRow)
 
     def to_dict(self) -> dict:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._frames import rows_frame
 from .._linalg import inverse_diagonal
 from ..evaluation.metrics import json_record
 from ..exceptions import ConvergenceWarning
@@ -96,8 +97,6 @@ class DiscoverResult:
 
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per benchmark."""
-        from .._frames import rows_frame
-
         return rows_frame(self.rows, "benchmark", DiscoverRow)
 
     def to_dict(self) -> dict:

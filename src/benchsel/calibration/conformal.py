@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..matrix import column_moments
 from .splits import calibration_splits
 
 __all__ = ["Calibration", "conformal_quantile", "fit_calibration", "unknown_calibration"]
@@ -265,8 +266,6 @@ def unknown_calibration(values: np.ndarray, level: float = 0.9, seed=0) -> Calib
         cells it came from; uncalibrated when either half has fewer than
         :data:`MIN_CELLS` cells (or than the level needs, :func:`fewest_cells`).
     """
-    from ..matrix import column_moments
-
     values = np.asarray(values, dtype=float)
     splits = calibration_splits(values, seed=seed)
     scores = {"random": [], "strength": []}

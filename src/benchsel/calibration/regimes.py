@@ -14,6 +14,7 @@ import numpy as np
 
 from .._patterns import unique_rows
 from ..matrix import FEW_MODELS
+from .conformal import MIN_CELLS
 
 __all__ = [
     "clear_column_bias",
@@ -219,8 +220,6 @@ def measures_frontier(z) -> bool:
     """Whether the sources ``z`` (NaN = missing) are enough to measure a frontier shift:
     their strongest :data:`~benchsel.calibration.FRONTIER_FRACTION` must hold
     :data:`~benchsel.calibration.MIN_CELLS` models (300 models at 10%)."""
-    from .conformal import MIN_CELLS
-
     rows = int(np.sum(~np.isnan(np.asarray(z, dtype=float)).all(axis=1)))
     return rows * FRONTIER_FRACTION >= MIN_CELLS
 
@@ -239,8 +238,6 @@ def clear_column_bias(residual) -> np.ndarray:
     residual : ndarray of shape (M, N)
         NaN where a model has no residual (not scored, or given).
     """
-    from .conformal import MIN_CELLS
-
     residual = np.asarray(residual, dtype=float)
     n = (~np.isnan(residual)).sum(axis=0)
     with warnings.catch_warnings():

@@ -2,9 +2,10 @@
 
 Every command is a thin call into the library. Human-readable tables go to
 stdout by default, ``--json`` prints machine-readable JSON instead, and
-``--output FILE`` writes it atomically to a file. This package imports the
-whole library; the parser in :mod:`benchsel.cli` imports none of it, so that
-``--help`` and usage errors answer at once.
+``--output FILE`` writes it atomically to a file. The parser in
+:mod:`benchsel.cli` imports none of the library, so that ``--help`` and
+usage errors answer at once; then :func:`command` imports the one module
+that runs the command.
 
 One module per command group: :mod:`.data` (``datasets``), :mod:`.select`
 (``select``, ``plan``), :mod:`.predict`, :mod:`.compare`, :mod:`.analyses`
@@ -16,31 +17,28 @@ objects, usage errors, the files ``-o`` must not overwrite), :mod:`._render`
 :mod:`._noise` (the measurement noise of observed scores).
 """
 
-from ._args import UsageError, check_outputs
-from .analyses import cmd_audit, cmd_budget, cmd_diagnose, cmd_discover, cmd_spectrum
-from .compare import cmd_compare
-from .data import cmd_datasets
-from .evaluate import cmd_evaluate
-from .predict import cmd_predict
-from .questions import cmd_coreset, cmd_coreset_eval
-from .report import cmd_report
-from .select import cmd_plan, cmd_select
+import importlib
 
-__all__ = [
-    "UsageError",
-    "check_outputs",
-    "cmd_audit",
-    "cmd_budget",
-    "cmd_compare",
-    "cmd_coreset",
-    "cmd_coreset_eval",
-    "cmd_datasets",
-    "cmd_diagnose",
-    "cmd_discover",
-    "cmd_evaluate",
-    "cmd_plan",
-    "cmd_predict",
-    "cmd_report",
-    "cmd_select",
-    "cmd_spectrum",
-]
+from ._args import UsageError, check_outputs
+
+__all__ = ["MODULES", "UsageError", "check_outputs", "command"]
+
+#: Each command and the module of this package that runs it (``cmd_<command>``).
+MODULES = {
+    "datasets": "data", "select": "select", "plan": "select", "predict": "predict",
+    "compare": "compare", "spectrum": "analyses", "discover": "analyses",
+    "budget": "analyses", "audit": "analyses", "diagnose": "analyses",
+    "evaluate": "evaluate", "coreset": "questions", "coreset-eval": "questions",
+    "report": "report",
+}
+
+
+def command(name: str):
+    """The function that runs command ``name``.
+
+    Only its module is imported, and each module imports what it needs at its
+    top: a command pays for its own imports alone (``coreset`` brings in
+    scikit-learn, about a second; ``select`` does not).
+    """
+    module = importlib.import_module(f".{MODULES[name]}", __name__)
+    return getattr(module, "cmd_" + name.replace("-", "_"))

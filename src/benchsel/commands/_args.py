@@ -8,7 +8,13 @@ import contextlib
 from pathlib import Path
 
 from ..datasets import bundled_path, resolve_data
-from ..io import check_output_folder, check_output_path, read_costs
+from ..io import (
+    check_output_folder,
+    check_output_path,
+    model_order_keys,
+    read_costs,
+    read_model_order,
+)
 from ..lmeval import parse_per_task
 from ..models import GaussianModel
 from ..observations import as_items
@@ -180,7 +186,6 @@ def _dated_cut(args, scores, dated: bool, needs: str):
     if not (args.order and args.before):
         raise UsageError(f"{needs} needs --order FILE (when each model came out) and "
                          "--before DATE")
-    from ..io import model_order_keys, read_model_order
 
     return model_order_keys(scores.models, read_model_order(args.order), args.before,
                             where=f"{args.order} ({args.data})", cut_name="--before")

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analyses.audit import audit
+from ..analyses.budget import MAX_TOTAL_QUESTIONS, question_budget
+from ..analyses.diagnostics import normality
+from ..analyses.discover import FEW_MODELS, discover, read_correlation
+from ..analyses.spectrum import spectrum
 from ..io import read_model_order, read_question_counts
 from ..observations import as_items
 from ..progress import Progress
@@ -13,7 +18,6 @@ from ._render import _emit, _table
 
 
 def cmd_spectrum(args) -> int:
-    from ..analyses.spectrum import spectrum
 
     scores = _load(args)
     model = _fit(args, scores)
@@ -49,7 +53,6 @@ def cmd_spectrum(args) -> int:
 
 
 def cmd_discover(args) -> int:
-    from ..analyses.discover import FEW_MODELS, discover, read_correlation
 
     new = _names(args.new) if args.new else []
     progress = Progress("resamples", enabled=False if args.quiet else None)
@@ -95,7 +98,6 @@ def cmd_discover(args) -> int:
 
 
 def cmd_budget(args) -> int:
-    from ..analyses.budget import MAX_TOTAL_QUESTIONS, question_budget
 
     if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
         raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
@@ -146,7 +148,6 @@ def cmd_budget(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from ..analyses.audit import audit
 
     order = read_model_order(args.order) if args.order else None
     result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
@@ -180,7 +181,6 @@ def cmd_audit(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-    from ..analyses.diagnostics import normality
 
     scores = _load(args)
     report = normality(scores, alpha=args.alpha)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analyses.paired import paired_difference
 from ..matrix import ScoreMatrix, did_you_mean
+from ..models.compare import compare_models
 from ..observations import observe_benchmarks, observe_stderr, short_names
 from ..plan import load_plan
 from ..sources import is_lm_eval_data
@@ -15,7 +17,6 @@ from ._render import _emit, _table
 
 
 def cmd_compare(args) -> int:
-    from ..models.compare import compare_models
 
     if args.paired or args.lm_eval_task:
         return _compare_paired(args)
@@ -60,8 +61,6 @@ def cmd_compare(args) -> int:
 
 def _compare_paired(args) -> int:
     """``compare --paired``: two rows of a models x questions matrix, question by question."""
-    from ..analyses.paired import paired_difference
-
     if args.plan is not None or args.observed:
         raise UsageError("--paired compares two rows of DATA (models x questions); it takes "
                           "no --plan or --observed")

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..evaluation import (
+    cross_validate,
+    dated,
+    evaluate_completion,
+    extrapolate,
+    frontier,
+    oracle_subsets,
+)
 from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR, ORACLE_K_MAX
 from ..progress import Progress
 from ._args import UsageError, _dated_cut, _load, _names
@@ -12,14 +20,6 @@ from ._workers import _workers
 
 
 def cmd_evaluate(args) -> int:
-    from ..evaluation import (
-        cross_validate,
-        dated,
-        evaluate_completion,
-        extrapolate,
-        frontier,
-        oracle_subsets,
-    )
 
     scores = _load(args)
     order, before = _dated_cut(args, scores, args.protocol == "dated", "--protocol dated")

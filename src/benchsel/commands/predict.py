@@ -13,6 +13,7 @@ from ..matrix import DataWarning, ScoreMatrix
 from ..names import INPUT_FORMATS
 from ..observations import observe, observe_benchmarks
 from ..plan import load_plan
+from ..prediction.memo import load_cached, save_cached
 from ._args import UsageError, _as_flags, _fit, _load, _refuse_fit_options
 from ._noise import _binomial_noise
 from ._render import _emit, _emit_text, _prediction_csv, _table
@@ -110,7 +111,6 @@ def _prediction(args, scores: ScoreMatrix | None = None):
         observed = observe_benchmarks(args.observed, model.items_)
     observed = _on_the_boards_scale(args, model, observed)
     # auto's decisions for this board and pattern are kept between runs.
-    from ..prediction.memo import load_cached, save_cached
 
     load_cached(model)
     pred = model.predict(observed, level=args.coverage, method=args.method,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..coreset._base import resolve_n
+from ..coreset.registry import make_method
+from ..evaluation.questions import evaluate_coresets
 from ..lmeval import write_samples
 from ..names import DEFAULT_CORESET_METHOD
 from ..progress import Progress
@@ -15,9 +18,6 @@ from ._workers import _workers
 
 
 def cmd_coreset(args) -> int:
-    from ..coreset._base import resolve_n
-    from ..coreset.registry import make_method
-
     with _workers(args):
         scores = _load(args).cleaned()
     if np.isnan(scores.values).any():
@@ -43,7 +43,6 @@ def cmd_coreset(args) -> int:
 
 
 def cmd_coreset_eval(args) -> int:
-    from ..evaluation.questions import evaluate_coresets
 
     progress = Progress("trials", enabled=False if args.quiet else None)
     try:

@@ -8,14 +8,13 @@ import sys
 from ..io import write_text_atomic
 from ..plan import load_plan
 from ..progress import Progress
+from ..report import build_report
 from ._args import UsageError, _inputs, _load
 from .predict import _prediction
 
 
 def cmd_report(args) -> int:
     import time
-
-    from ..report import build_report
 
     start = time.perf_counter()
     if args.data is None and args.plan is None:

@@ -52,6 +52,8 @@ def cmd_select(args) -> int:
     payload["dataset"] = str(args.data)
     frequency = None
     if args.bootstrap:
+        # Here, as below: the evaluation and analyses packages bring in scipy.stats
+        # and scipy.special, which a plain select does not need.
         from ..evaluation.bootstrap import selection_frequency
 
         progress = Progress("resamples", enabled=False if args.quiet else None)

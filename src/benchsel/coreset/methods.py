@@ -47,6 +47,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .._ridge import ridge_loo
+from ..splits import frontier_split
 from ._base import ALPHAS, CoresetMethod, RandomQuestions, fpc, successive_difference_sd
 from .gaussian import LowRankGaussian
 from .refit import kernel_ridge_loo, paper_alphas
@@ -349,8 +350,6 @@ class GuardedEnsemble(RandomQuestions):
         is returned: negative where aipw is better. NaN with too few sources
         to hold any out.
         """
-        from ..splits import frontier_split
-
         if source.shape[0] < BEYOND_MIN_SOURCES:
             return float("nan")
         fold = frontier_split(source, strength=source.mean(axis=1))

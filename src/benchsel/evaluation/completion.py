@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._frames import rows_frame
 from .._parallel import map_tasks, one_blas_thread
 from ..calibration import range_excess
 from ..matrix import ScoreMatrix, Standardizer
@@ -81,8 +82,6 @@ class CompletionResult:
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per
         completion method."""
-        from .._frames import rows_frame
-
         return rows_frame(self.rows, "method", CompletionRow)
 
     def to_dict(self) -> dict:

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .. import names
+from .._frames import rows_frame
 from .._parallel import map_tasks, one_blas_thread
 from ..aggregates import aggregate_columns
 from ..calibration import (
@@ -51,8 +52,10 @@ from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import estimate_covariance, fit_standardizer
 from ..io import model_order_keys
-from ..matrix import ScoreMatrix
+from ..matrix import DataWarning, ScoreMatrix
+from ..models import GaussianModel
 from ..models.calibrator import GaussianCalibrator
+from ..prediction.registry import COMPLETERS
 from ..selection.greedy import OBJECTIVES, run_greedy
 from ..sources import as_scores
 from ..splits import (
@@ -166,8 +169,6 @@ class CVResult:
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per
         objective and subset size."""
-        from .._frames import rows_frame
-
         return rows_frame(self.rows, ["objective", "k"], CVRow)
 
     def to_dict(self) -> dict:
@@ -376,9 +377,6 @@ def _shipped_model(train: np.ndarray, covariance: str, transform: str, calibrate
     protocol's columns; options other than these are the model's defaults,
     as ``benchsel predict`` uses them.
     """
-    from ..matrix import DataWarning
-    from ..models import GaussianModel
-
     scores = ScoreMatrix(train, [f"m{i}" for i in range(len(train))],
                          [str(j) for j in range(train.shape[1])])
     model = GaussianModel(covariance=covariance, transform=transform,
@@ -419,8 +417,6 @@ def _shipped_scores(model, validation: np.ndarray, cols, sel, std, clip: float, 
         The method used; with ``auto`` and models in both regimes,
         ``"A (outside: B)"``.
     """
-    from ..matrix import DataWarning
-
     given = cols[sel]
     x = ScoreMatrix(validation[:, given], [f"v{i}" for i in range(len(validation))],
                     [str(j) for j in given])
@@ -503,7 +499,6 @@ def _nanstd(a: np.ndarray) -> float:
 
 def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
                   predictor="gaussian", transform="none") -> ScoreMatrix:
-    from ..prediction.registry import COMPLETERS
 
     if predictor not in COMPLETERS:
         raise ValueError(f"predictor must be one of {', '.join(COMPLETERS)}; got {predictor!r}")

@@ -18,6 +18,7 @@ from math import comb
 
 import numpy as np
 
+from .._frames import rows_frame
 from .._parallel import one_blas_thread
 from ..exceptions import ConvergenceWarning
 from ..gaussian.covariance import estimate_covariance, fit_standardizer
@@ -60,8 +61,6 @@ class OracleResult:
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per subset size
         (greedy's R² per objective in the columns ``r2_<objective>``)."""
-        from .._frames import rows_frame
-
         frame = rows_frame(self.rows, "k", OracleRow)
         greedy = frame.pop("r2_greedy")
         for objective in (greedy.iloc[0] if len(frame) else {}):

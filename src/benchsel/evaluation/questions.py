@@ -49,6 +49,7 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 from .. import names
+from .._frames import rows_frame
 from .._parallel import map_tasks, one_blas_thread
 from .._reuse import reuse_fits
 from ..coreset._base import resolve_n
@@ -116,8 +117,6 @@ class CoresetResult:
 
     def to_frame(self):
         """The table the command prints as a :class:`pandas.DataFrame`: one row per method."""
-        from .._frames import rows_frame
-
         return rows_frame(self.rows, "method", CoresetRow)
 
     def to_dict(self) -> dict:

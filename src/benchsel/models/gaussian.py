@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from .. import names
 from .._linalg import cholesky
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
+from ..aggregates import aggregate_columns
 from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval, truncated_std
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
@@ -32,6 +32,12 @@ from ..gaussian.covariance import (
 )
 from ..gaussian.extrapolation import TrainingRange
 from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix, Standardizer, _short_list
+from ..prediction.cache import CompletionCache
+from ..prediction.choice import choose_for_new_models
+from ..prediction.fits import GaussianFit, new_row_covariance
+from ..prediction.latent import column_prior
+from ..prediction.memo import GAUSSIAN_CONDITIONAL, AutoMemo
+from ..prediction.shipped import shipped_fits
 from ..selection.greedy import (
     OBJECTIVES,
     GreedyResult,
@@ -39,7 +45,9 @@ from ..selection.greedy import (
     mi_oracle_gap,
     run_greedy,
 )
+from ..sources import as_scores
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
+from .calibrator import GaussianCalibrator
 from .results import Prediction, Selection
 from .routing import (
     calibrate_completion,
@@ -48,9 +56,6 @@ from .routing import (
     predict_auto,
     predict_by_completion,
 )
-
-if TYPE_CHECKING:
-    from .calibrator import GaussianCalibrator
 
 __all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
 
@@ -239,7 +244,6 @@ class GaussianModel:
         """
         self._validate_params()
         if not isinstance(scores, ScoreMatrix):
-            from ..sources import as_scores  # imported only here: select stays light
 
             scores = as_scores(scores)
         given_items = scores.items
@@ -396,7 +400,6 @@ class GaussianModel:
                              "one of the two")
         aggregates = {}
         if not keep_aggregates:
-            from ..aggregates import aggregate_columns
 
             aggregates = {name: why for name, why in
                           aggregate_columns(scores.values, scores.items).items()
@@ -699,9 +702,6 @@ class GaussianModel:
 
     def _calibrator_for_predict(self) -> GaussianCalibrator:
         """The calibrator on the training models, made on first use."""
-        # Imported here: benchsel.models.calibrator imports this package.
-        from .calibrator import GaussianCalibrator
-
         if self._calibrator is None:
             est = self.estimate_
             covariance = self.covariance
@@ -758,16 +758,12 @@ class GaussianModel:
     def _gaussian_frontier_shift(self, pattern: np.ndarray) -> np.ndarray:
         """The calibrator's frontier shift for ``pattern``, kept with auto's decisions
         (and so in a plan): measuring it refits the covariance on the sources' split."""
-        from ..prediction.memo import GAUSSIAN_CONDITIONAL
-
         return self.auto_memo.frontier_shift(
             GAUSSIAN_CONDITIONAL, pattern,
             lambda: self._calibrator_for_predict().frontier_shift(pattern))
 
     def _calibrate(self, z: np.ndarray, level: float) -> list[dict]:
         """Per new row (standardized, NaN = not given): its regime and multiplier."""
-        from ..prediction.memo import GAUSSIAN_CONDITIONAL
-
         def calibrate(pattern):
             # The calibrator refits the covariance on five splits of the sources: its
             # residuals are kept with auto's decisions (and so in a plan) for reuse.
@@ -831,9 +827,6 @@ class GaussianModel:
         pattern only completes the new rows. Plans call this for their
         selection and store the result.
         """
-        from ..prediction.cache import CompletionCache
-        from ..prediction.choice import choose_for_new_models
-
         self._check_fitted()
         pattern = np.zeros(len(self.items_), dtype=bool)
         pattern[self.scores_.item_indices(self._known(given, "given benchmarks"),
@@ -863,10 +856,6 @@ class GaussianModel:
         """``auto``'s decisions so far (:class:`~benchsel.prediction.memo.AutoMemo`)."""
         self._check_fitted()
         if self._auto_memo is None:
-            # Imported here: selecting never needs the completion methods' imports.
-            from ..prediction.memo import AutoMemo
-            from ..prediction.shipped import shipped_fits
-
             self._auto_memo = AutoMemo()
             shipped = shipped_fits(self.scores_)  # a bundled board's fits, made once
             if shipped is not None:
@@ -882,7 +871,6 @@ class GaussianModel:
         its rows is a factor model (:attr:`~benchsel.prediction.fits.FitStore.board_covariance`)."""
         if not hasattr(self.estimate_, "factors"):
             return
-        from ..prediction.fits import new_row_covariance
 
         store.factor_options = {"rank": self.estimate_.rank, "prior": self.estimate_.prior}
         if new_row_covariance(self.scores_.values) == "factor":
@@ -895,9 +883,6 @@ class GaussianModel:
         the same standardized scores (they agree to rounding; on MERGED, where EM
         stops at its cap, to 1e-6). One EM fit fewer on a board's first
         prediction."""
-        from ..prediction.fits import GaussianFit, new_row_covariance
-        from ..prediction.latent import column_prior
-
         values = self.scores_.values
         if (not self._fits_are_autos() or self.estimate_.method != "em-shrink"
                 or new_row_covariance(values) != "em-shrink"):

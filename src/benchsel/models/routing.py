@@ -21,8 +21,20 @@ import numpy as np
 
 from .._patterns import unique_rows
 from ..bounds import truncated_interval, truncated_std
-from ..calibration import limit_spread, range_excess, regime_excess, unknown_calibration
+from ..calibration import (
+    fit_calibration,
+    limit_spread,
+    range_excess,
+    regime_excess,
+    unknown_calibration,
+)
 from ..matrix import DataWarning
+from ..prediction.cache import CompletionCache
+from ..prediction.choice import MethodChoice, choose_for_new_models
+from ..prediction.frontier import completion_frontier_shift
+from ..prediction.latent import Completion
+from ..prediction.registry import complete_new_rows
+from ..prediction.residuals import completion_residuals
 from .results import Prediction
 
 __all__ = ["calibrate_completion", "calibration_records", "frontier_shifts",
@@ -39,9 +51,6 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
     calibration refits the covariance five times); ``extrapolation``: every
     row's report.
     """
-    from ..prediction.cache import CompletionCache
-    from ..prediction.choice import MethodChoice, choose_for_new_models
-
     train = model.scores_.values
     reference = model.range_.standardizer.transform(train)
     given = ~np.isnan(x)
@@ -129,9 +138,6 @@ def predict_by_completion(model, models, x, gaussian, method, extrapolation: lis
     """Rows ``x`` completed with the training matrix by ``method``, its intervals
     calibrated on held-out source models; a cell it cannot predict is the
     Gaussian conditional's (``gaussian(rows)``: as in :func:`predict_auto`)."""
-    from ..prediction.latent import Completion
-    from ..prediction.registry import complete_new_rows
-
     level = float(level)
     res = complete_new_rows(model.scores_.values, x, method, cache=cache,
                             fits=model.auto_memo.fits)
@@ -199,8 +205,6 @@ def method_frontier_shift(model, pattern: np.ndarray, method: str, cache=None) -
     """``method``'s frontier shift for new models run on ``pattern``
     (:func:`~benchsel.prediction.frontier.completion_frontier_shift` on the sources),
     kept in ``model.auto_memo`` (and so in a plan)."""
-    from ..prediction.frontier import completion_frontier_shift
-
     return model.auto_memo.frontier_shift(
         method, pattern, lambda: completion_frontier_shift(
             model.scores_.values, pattern, method, cache=cache, fits=model.auto_memo.fits))
@@ -216,9 +220,6 @@ def calibrate_completion(model, x: np.ndarray, method: str, level: float,
                          cache=None) -> list[dict]:
     """As :meth:`_calibrate`, for a completion method (raw scores, per pattern);
     ``cache``: completions already made of the training matrix (``auto``'s)."""
-    from ..calibration import fit_calibration
-    from ..prediction.residuals import completion_residuals
-
     train = model.scores_.values
 
     def calibrate(pattern):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..io import write_json_atomic
 from ..matrix import ScoreMatrix
+from ..observations import Observations, observe
 from ._format import FORMAT, FORMAT_VERSION
 from ._format import read_plan_json as _read_plan_json
 from ._schema import LEVELS
@@ -218,8 +219,6 @@ class Plan:
             ``mean, std, low, high, observed``; ``.to_dict()``: the JSON of
             ``benchsel predict --json``.
         """
-        from ..observations import Observations, observe
-
         obs = observations if isinstance(observations, Observations) else \
             observe(self, observations)
         if self.level == "benchmarks":

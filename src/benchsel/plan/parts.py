@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._arrays import decode_array, encode_array, fingerprint
+from .._version import __version__
+from ..bounds import resolve_bounds
 from ..matrix import DataWarning, ScoreMatrix, _short_list
+from ..models import GaussianModel
+from ..prediction.memo import AutoMemo
 
 __all__ = ["BenchmarkPlan", "TaskPlan"]
 
@@ -25,7 +29,6 @@ _RTOL, _ATOL = 1e-6, 1e-9
 
 
 def _version() -> str:
-    from .._version import __version__
 
     return __version__
 
@@ -122,7 +125,6 @@ class BenchmarkPlan:
                     warnings.simplefilter("ignore", DataWarning)  # said once, when planning
                     model = _fit_gaussian(self.source, self.options)
                 if self.auto is not None:  # before the check, whose calibration they hold
-                    from ..prediction.memo import AutoMemo
 
                     model.auto_memo = AutoMemo.from_json(
                         self.auto, model.items_, f"{self.where or 'benchmarks'}.auto")
@@ -147,7 +149,6 @@ class BenchmarkPlan:
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: missing or malformed entry {err}") from None
         if "bounds" in part.options:  # the schema checks its type; its text is read here
-            from ..bounds import resolve_bounds
 
             with _named(f"{where}.options.bounds"):
                 resolve_bounds(part.options["bounds"], part.source.items, part.source.values)
@@ -156,14 +157,12 @@ class BenchmarkPlan:
             raise ValueError(f"{where}.selection.selected: {unknown[0]!r} is not a benchmark "
                              f"of the plan's source ({_short_list(part.source.items)})")
         if part.auto is not None:  # checked now, used when the model is rebuilt
-            from ..prediction.memo import AutoMemo
 
             AutoMemo.from_json(part.auto, part.source.items, f"{where}.auto")
         return part
 
 
 def _fit_gaussian(source: ScoreMatrix, options: dict):
-    from ..models import GaussianModel
 
     return GaussianModel(**options).fit(source)
 
@@ -254,6 +253,25 @@ class TaskPlan:
         means = self.source.values.mean(axis=1)
         return float(means.min()), float(means.max())
 
+    def check_run(self, scores, where: str) -> None:
+        """Refuse a run of this task (``{doc_id: score}``) that lacks a planned question,
+        or has a score outside the task's :attr:`bounds` ([0, 1] where every source
+        model's scores lie in it); ``where`` names the run in the message."""
+        missing = [d for d in self.selected if d not in scores]
+        if missing:
+            raise ValueError(
+                f"{where}: the run lacks {len(missing)} of the {len(self.selected)} planned "
+                f"questions (doc ids {_ids(missing)}); run lm-eval with the plan's --samples "
+                "file")
+        low, high = self.bounds
+        outside = [d for d, v in scores.items() if not low <= v <= high]
+        if outside:
+            d = outside[0]
+            more = f" ({len(outside)} such scores)" if len(outside) > 1 else ""
+            raise ValueError(f"{where}, doc {d}: score {scores[d]!r}; expected a number in "
+                             f"[{low:g}, {high:g}], as every source model's per-question "
+                             f"score of the task is{more}")
+
     def fitted(self):
         """The fitted question-level method (rebuilt once, verified).
 
@@ -316,6 +334,8 @@ def _fit_method(name: str, values: np.ndarray, n: int, seed, *, calibrate: bool 
     (:class:`~benchsel.coreset.calibrated.Calibrated`; the same questions and
     means).
     """
+    # Here: the question-level methods bring in scikit-learn (about a second), which
+    # a benchmark-level plan never needs.
     from ..coreset.calibrated import Calibrated
     from ..coreset.registry import make_method
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..matrix import _short_list
+from ..models import GaussianModel
 from ..names import DEFAULT_QUESTIONS
 from ..sources import TaskSources, as_scores, mixed_sources, task_sources
 from ._plan import Plan
@@ -61,8 +62,6 @@ def plan_benchmarks(
     Plan
         ``plan.run_in_full`` lists the benchmarks to run.
     """
-    from ..models import GaussianModel
-
     scores = as_scores(data)
     model = GaussianModel(**model_options).fit(scores)
     sel = model.select(k, objective=objective, include=include, exclude=exclude, costs=costs,
@@ -164,6 +163,7 @@ def plan_questions(
 
 
 def _task_parts(sources: TaskSources, *, n, total, method, seed) -> dict:
+    # Here: scikit-learn (about a second) only for question-level plans.
     from ..coreset._base import resolve_n
     from ..coreset.registry import DEFAULT_METHOD
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..matrix import DataWarning, ScoreMatrix, _short_list
+from ..models import Prediction
 from .parts import TaskPlan, _ids
 
 __all__ = ["method_label", "predict_mixed", "predict_task", "task_estimates"]
@@ -62,8 +63,6 @@ def predict_mixed(plan, full: ScoreMatrix | None,
 def task_estimates(plan, observed, level: float):
     """Per model and task: the question-level estimate of the task score (a Prediction)."""
     from scipy.special import ndtri
-
-    from ..models import Prediction
 
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level!r}")
@@ -115,28 +114,9 @@ def method_label(plan) -> str:
     return names[0] if len(names) == 1 else ",".join(names)
 
 
-def check_task_run(part: TaskPlan, scores: Mapping[int, float], where: str) -> None:
-    """Refuse a run of a planned task that lacks a planned question, or has a score
-    outside the task's bounds (:attr:`TaskPlan.bounds`: [0, 1] where every source
-    model's scores lie in it)."""
-    missing = [d for d in part.selected if d not in scores]
-    if missing:
-        raise ValueError(
-            f"{where}: the run lacks {len(missing)} of the {len(part.selected)} planned "
-            f"questions (doc ids {_ids(missing)}); run lm-eval with the plan's --samples file")
-    low, high = part.bounds
-    outside = [d for d, v in scores.items() if not low <= v <= high]
-    if outside:
-        d = outside[0]
-        more = f" ({len(outside)} such scores)" if len(outside) > 1 else ""
-        raise ValueError(f"{where}, doc {d}: score {scores[d]!r}; expected a number in "
-                         f"[{low:g}, {high:g}], as every source model's per-question score "
-                         f"of the task is{more}")
-
-
 def predict_task(model: str, part: TaskPlan, scores: Mapping[int, float]):
     """(mean, std, full run?) of one model on one task from its per-question scores."""
-    check_task_run(part, scores, f"{model}: task {part.task!r}")
+    part.check_run(scores, f"{model}: task {part.task!r}")
     have = set(scores)
     planned = part.selected
     if have >= set(int(d) for d in part.doc_ids):

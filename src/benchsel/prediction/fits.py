@@ -20,9 +20,11 @@ import warnings
 
 import numpy as np
 
+from .._json import loads
 from .._lowrank import FactorCovariance
 from .._npz import CheckedNpz
 from .._patterns import unique_rows
+from ..cache_files import CacheWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     ConvergenceWarning,
@@ -32,6 +34,7 @@ from ..gaussian.covariance import (
     resolve_auto,
     working_covariance,
 )
+from ..io import write_text_atomic
 from ..matrix import DataWarning, Standardizer
 from . import gp
 from .latent import Completion, Latent, blend, column_prior, complete_mean, soft_impute
@@ -366,7 +369,6 @@ class FitStore:
             where = self._unchecked.pop(key)
             problem = self._fits[key].mismatch(source, kind)
             if problem is not None:
-                from ..cache_files import CacheWarning
 
                 warnings.warn(f"{where}: a {kind} fit is not one of the rows it is kept for "
                               f"({problem}); fitted again", CacheWarning, stacklevel=2)
@@ -398,8 +400,6 @@ class FitStore:
 
     def save(self, path) -> None:
         """Write :meth:`dumps` to ``path`` atomically."""
-        from ..io import write_text_atomic
-
         write_text_atomic(path, self.dumps())
         self.mark_saved()
 
@@ -425,8 +425,6 @@ class FitStore:
         board, which :meth:`dumps` leaves out of a user's cache. Any damage
         is a ``ValueError`` naming ``where`` and the entry.
         """
-        from .._json import loads
-
         store = cls()
         with CheckedNpz(data, where) as f:
             text = f.array("index", shape=(), kinds="U", max_elements=len(data) // 2 + 512)

@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit, ndtri
 
 from ..bounds import column_scale
 from ..matrix import Standardizer, column_moments
@@ -24,6 +23,14 @@ __all__ = ["Completion", "Latent", "blend", "column_prior", "complete_mean", "fi
 
 
 _EPS = 1e-3
+def _special():
+    """:mod:`scipy.special`, imported on first use: selecting benchmarks imports this
+    module (through the model) and never needs it (about 60 ms)."""
+    import scipy.special
+
+    return scipy.special
+
+
 #: Farthest standardized latent score at which :meth:`Latent.back_std` takes the logit's slope.
 _SLOPE_REACH = 3.0
 
@@ -58,13 +65,13 @@ class Latent:
     def _forward(self, values):
         out = np.array(values, dtype=float, copy=True)
         on = self.logit
-        out[:, on] = logit(np.clip(out[:, on] / self.scale[on], _EPS, 1 - _EPS))
+        out[:, on] = _special().logit(np.clip(out[:, on] / self.scale[on], _EPS, 1 - _EPS))
         return out
 
     def back(self, z: np.ndarray) -> np.ndarray:
         lat = self.std.inverse(z)
         on = self.logit
-        lat[:, on] = expit(lat[:, on]) * self.scale[on]
+        lat[:, on] = _special().expit(lat[:, on]) * self.scale[on]
         return lat
 
     def back_std(self, z: np.ndarray, z_std: np.ndarray) -> np.ndarray:
@@ -81,7 +88,7 @@ class Latent:
         slope = np.broadcast_to(self.std.scale, z.shape).copy()
         on = self.logit
         reach = np.clip(z, -_SLOPE_REACH, _SLOPE_REACH)
-        p = expit(self.std.inverse(reach)[:, on])
+        p = _special().expit(self.std.inverse(reach)[:, on])
         slope[:, on] *= p * (1 - p) * self.scale[on]
         return z_std * slope
 
@@ -194,5 +201,5 @@ def blend(first: Completion, second: Completion) -> Completion:
 
 def interval(completion: Completion, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     """Central Gaussian interval ``mean +- z * std``."""
-    half = ndtri(0.5 + level / 2) * completion.std
+    half = _special().ndtri(0.5 + level / 2) * completion.std
     return completion.mean - half, completion.mean + half

@@ -26,7 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .._arrays import decode_array, encode_array, fingerprint
+from .._json import loads
+from .._version import __version__
+from ..cache_files import READ_FAILURES, CacheFolder, CacheWarning
 from ..names import CHOICE_SPLITS, FORMER_CHOICE_SPLITS
+from .choice import MethodChoice, rank_methods
+from .fits import FitStore
+from .registry import COMPLETERS
 
 __all__ = ["CACHE_ENV", "GAUSSIAN_CONDITIONAL", "AutoMemo", "cache_dir", "load_cached",
            "save_cached"]
@@ -57,7 +64,6 @@ class AutoMemo:
     """Method choices and calibration residuals by pattern of given items."""
 
     def __init__(self):
-        from .fits import FitStore
 
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
@@ -96,8 +102,6 @@ class AutoMemo:
     # ------------------------------------------------------------------ file
     def to_json(self, items: Sequence[str]) -> dict:
         """JSON of every decision, patterns by item name (``items``: the model's)."""
-        from .._arrays import encode_array
-
         def names(key):
             return [items[j] for j in key]
 
@@ -115,10 +119,6 @@ class AutoMemo:
     @classmethod
     def from_json(cls, obj, items: Sequence[str], where: str) -> AutoMemo:
         """Inverse of :meth:`to_json`, checked; ``where`` names the entry in messages."""
-        from .._arrays import decode_array
-        from .choice import MethodChoice, rank_methods
-        from .registry import COMPLETERS
-
         if not isinstance(obj, dict) or set(obj) - {"choices", "residuals", "shifts"}:
             raise ValueError(f"{where}: expected an object with 'choices', 'residuals' and "
                              "'shifts'")
@@ -226,9 +226,6 @@ def cache_dir() -> Path | None:
 def _cache_key(model, options: bool) -> str | None:
     """Digest of the model's training matrix, the version and the rules (and, with
     ``options``, the model's options); None when caching is off."""
-    from .._arrays import fingerprint
-    from .._version import __version__
-
     if cache_dir() is None:
         return None
     scores = model.scores_
@@ -244,8 +241,6 @@ def _entry(model, folder: str, options: bool, suffix: str):
     """``(CacheFolder, name)`` of ``model``'s entry in ``folder`` (``auto`` or ``fits``);
     None when caching is off or the folder cannot be trusted
     (:meth:`~benchsel.cache_files.CacheFolder.open`)."""
-    from ..cache_files import CacheFolder
-
     key = _cache_key(model, options=options)
     if key is None:
         return None
@@ -276,7 +271,6 @@ def _read(entry) -> tuple[bytes | None, str]:
 
 
 def _ignored(path: str, err: Exception) -> None:
-    from ..cache_files import CacheWarning
 
     why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
     warnings.warn(f"{path}: ignored, not what benchsel keeps for this board ({why}); "
@@ -295,10 +289,6 @@ def load_cached(model) -> None:
     :class:`~benchsel.cache_files.CacheWarning` naming it. The decisions are
     then made again (and the entry rewritten).
     """
-    from .._json import loads
-    from ..cache_files import READ_FAILURES
-    from .fits import FitStore
-
     raw, path = _read(_decisions_entry(model))
     if raw is not None:
         try:

@@ -25,7 +25,14 @@ from importlib import resources
 
 import numpy as np
 
+from .._arrays import fingerprint
+from .._json import loads
+from ..cache_files import READ_FAILURES, CacheWarning
+from .choice import choose_completer
 from .fits import INDUCTIVE, FitStore
+from .memo import RULES
+from .registry import complete_new_rows
+from .residuals import completion_residuals
 
 __all__ = ["board_fits", "shipped_fits"]
 
@@ -47,10 +54,6 @@ def board_fits(model) -> FitStore:
     here), so this is every fit any prediction on the board needs. Slow:
     what the shipped files save.
     """
-    from .choice import choose_completer
-    from .registry import complete_new_rows
-    from .residuals import completion_residuals
-
     values = model.scores_.values
     store = model.auto_memo.fits
     given = np.zeros(values.shape[1], dtype=bool)
@@ -79,10 +82,6 @@ def shipped_fits(scores) -> FitStore | None:
     is only slower, after one :class:`~benchsel.cache_files.CacheWarning`
     naming the file.
     """
-    from .._arrays import fingerprint
-    from ..cache_files import READ_FAILURES, CacheWarning
-    from .memo import RULES
-
     where = f"{FOLDER[0]}/{FOLDER[1]}/{INDEX}"
     try:
         index = _index()
@@ -104,8 +103,6 @@ def shipped_fits(scores) -> FitStore | None:
 @functools.lru_cache(maxsize=1)
 def _index() -> dict:
     """The shipped index, read once per process (a protocol fits a model per fold)."""
-    from .._json import loads
-
     index = loads(_folder().joinpath(INDEX).read_bytes(), INDEX, strict=True)
     if not isinstance(index, dict) or not isinstance(index.get("boards"), dict):
         raise ValueError("expected an object with 'boards'")

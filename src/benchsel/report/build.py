@@ -17,12 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
+from ..analyses import spectrum
+from ..analyses.audit import audit
+from ..analyses.discover import FEW_MODELS, discover
+from ..evaluation import cross_validate
 from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
 from ..models import GaussianModel
 from ..selection.greedy import describe_certificate
 from ..sources import as_scores
 from . import figures
+from .html import render
 
 __all__ = ["Report", "Section", "Table", "build_report"]
 
@@ -90,8 +95,6 @@ class Report:
 
     def html(self) -> str:
         """The page: one self-contained HTML document (see :mod:`.html`)."""
-        from .html import render
-
         return render(self)
 
     def save_figures(self, directory, *, protect=()) -> list[Path]:
@@ -165,7 +168,6 @@ def _overview(b: _Builder, s: Section, scores: ScoreMatrix, dataset: str) -> Non
 
 
 def _spectrum(b: _Builder, s: Section, model: GaussianModel) -> None:
-    from ..analyses import spectrum
 
     spec = spectrum(model.estimate_.covariance, model.items_).to_dict()
     b.payload["spectrum"] = spec
@@ -207,7 +209,6 @@ def _selection(b: _Builder, s: Section, model: GaussianModel, k: int) -> None:
 def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: int, k_max: int,
                       covariance: str, transform: str, calibration: str, seed: int,
                       level: float) -> None:
-    from ..evaluation import cross_validate
 
     k_max = min(k_max, scores.n_items - 1)
     if k_max < 1:
@@ -246,7 +247,6 @@ def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: in
 
 def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
               covariance: str, seed: int) -> None:
-    from ..analyses.discover import FEW_MODELS, discover
 
     result = discover(scores, bootstrap=bootstrap, covariance=covariance, seed=seed)
     found = result.to_dict()
@@ -282,7 +282,6 @@ def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
 
 def _audit(b: _Builder, s: Section, scores: ScoreMatrix, *, threshold: float,
            covariance: str, shown: int = 30) -> None:
-    from ..analyses.audit import audit
 
     result = audit(scores, threshold=threshold, covariance=covariance)
     found = result.to_dict()
