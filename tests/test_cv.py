@@ -683,3 +683,26 @@ def test_an_interval_is_scored_on_the_score_itself_not_on_its_clipped_value():
     assert np.sum(np.abs(model.standardizer_.transform(truth)[scored]) > 10) > 10
     covered = (truth >= p.low) & (truth <= p.high)
     assert res.rows[0].interval_coverage == pytest.approx(np.mean(covered[scored]))
+
+
+def test_paper_sets_the_papers_whole_protocol(capsys):
+    """``paper=True`` / ``--paper`` alone is Table 4's run: MTEB, MI, k = 5, 0.762."""
+    mteb = load_dataset("mteb")
+    alone = cross_validate(mteb, objectives=("mi",), k_max=5, paper=True, calibrate=False)
+    spelled = cross_validate(mteb, objectives=("mi",), k_max=5, covariance="paper",
+                             scoring="paper", splitter="paper", predictor="gaussian", seed=42,
+                             calibrate=False)
+    np.testing.assert_array_equal(alone.r2["mi"], spelled.r2["mi"])
+    assert alone.row("mi", 5).r2_mean == pytest.approx(0.762, abs=5e-4)
+    with pytest.raises(ValueError, match="seed=3 asks for another"):
+        cross_validate(mteb, paper=True, seed=3)
+    code = main(["evaluate", "mteb", "--paper", "--objectives", "mi", "--k-max", "5",
+                 "--calibration", "none", "--json", "--quiet"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["splitter"] == "paper"
+    assert out["fold_r2"]["mi"] == alone.to_dict()["fold_r2"]["mi"]
+    for flags in (["--protocol", "frontier"], ["--covariance", "em"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["evaluate", "mteb", "--paper", *flags, "--quiet"])
+        assert exit_.value.code == 2

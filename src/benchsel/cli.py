@@ -423,6 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cv: how folds are drawn: default (benchsel's), or paper (the "
                    "published code's code/cv_split.py: round((1-p) M) training models, "
                    "each fold's drawn by its own seed; the paper's runs use --seed 42)")
+    p.add_argument("--paper", action="store_true",
+                   help="cv: the reference paper's whole protocol, Table 4 as its published "
+                   "code runs it: --covariance paper --scoring paper --splitter paper "
+                   "--predictor gaussian --seed 42")
     p.add_argument("--jobs", type=_jobs, default=1,
                    help="cv and complete folds (and lm-eval sample logs) in parallel (joblib; "
                    "-1 = all cores; results do not depend on it)")

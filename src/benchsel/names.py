@@ -21,6 +21,10 @@ OBJECTIVES = ("mi", "entropy", "random")
 FOLD_SPLITTERS = ("default", "paper")
 #: Which cells the cross-validated R^2 counts (:mod:`benchsel.evaluation.cv`).
 SCORINGS = ("default", "paper")
+#: The reference paper's cv protocol (Smola 2026, Table 4, run as its published code
+#: runs it): what ``cross_validate(paper=True)`` and ``evaluate --paper`` set.
+PAPER_PROTOCOL = {"covariance": "paper", "scoring": "paper", "splitter": "paper",
+                  "predictor": "gaussian", "seed": 42}
 #: Completion methods (:data:`benchsel.prediction.COMPLETERS`).
 COMPLETION_METHODS = ("mean", "gaussian-em", "gaussian", "svd", "ridge", "svd+ridge",
                       "gaussian+svd", "gp", "auto")

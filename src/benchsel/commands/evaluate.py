@@ -11,6 +11,7 @@ from ..evaluation import (
     extrapolate,
     frontier,
     oracle_subsets,
+    paper_protocol,
 )
 from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR, ORACLE_K_MAX
 from ..progress import Progress
@@ -21,6 +22,17 @@ from ._workers import _workers
 
 def cmd_evaluate(args) -> int:
 
+    if args.paper:
+        if args.protocol != "cv":
+            raise UsageError(f"--paper is the paper's cv protocol; not --protocol {args.protocol}")
+        try:
+            (args.covariance, args.scoring, args.splitter, args.predictor,
+             args.seed) = paper_protocol(covariance=args.covariance, scoring=args.scoring,
+                                         splitter=args.splitter,
+                                         predictor=args.predictor or DEFAULT_PREDICTOR,
+                                         seed=args.seed)
+        except ValueError as err:
+            raise UsageError(f"--paper: {err}") from None
     scores = _load(args)
     order, before = _dated_cut(args, scores, args.protocol == "dated", "--protocol dated")
     args.folds_given = args.folds is not None

@@ -13,7 +13,16 @@ from ..splits import (
     strength_split,
 )
 from .completion import CompletionResult, CompletionRow, completion_masks, evaluate_completion
-from .cv import SCORINGS, CVResult, CVRow, cross_validate, dated, extrapolate, frontier
+from .cv import (
+    SCORINGS,
+    CVResult,
+    CVRow,
+    cross_validate,
+    dated,
+    extrapolate,
+    frontier,
+    paper_protocol,
+)
 from .metrics import (
     coverage,
     gaussian_entropy,
@@ -33,6 +42,7 @@ __all__ = [
     "CompletionRow",
     "completion_masks",
     "cross_validate",
+    "paper_protocol",
     "dated",
     "dated_split",
     "evaluate_completion",

@@ -78,7 +78,8 @@ from .metrics import (
     r2_against_zero,
 )
 
-__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "frontier", "SCORINGS"]
+__all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "frontier", "paper_protocol",
+           "SCORINGS"]
 
 #: R^2 bookkeeping rules accepted by :func:`cross_validate`.
 SCORINGS = names.SCORINGS
@@ -604,6 +605,22 @@ def _evaluate(
     )
 
 
+def paper_protocol(**given) -> tuple:
+    """The values of :data:`~benchsel.names.PAPER_PROTOCOL` for ``covariance``,
+    ``scoring``, ``splitter``, ``predictor`` and ``seed``, in that order, after
+    checking that ``given`` (each at its default or at the paper's value) asks for
+    nothing else."""
+    defaults = {"covariance": "auto", "scoring": "default", "splitter": "default",
+                "predictor": names.DEFAULT_PREDICTOR, "seed": 0}
+    clash = [f"{name}={value!r}" for name, value in given.items()
+             if value not in (defaults[name], names.PAPER_PROTOCOL[name])]
+    if clash:
+        wanted = ", ".join(f"{k}={v!r}" for k, v in names.PAPER_PROTOCOL.items())
+        raise ValueError(f"the paper's protocol is {wanted}; {', '.join(clash)} asks for "
+                         "another (leave it out, or drop paper)")
+    return tuple(names.PAPER_PROTOCOL[k] for k in defaults)
+
+
 def cross_validate(
     scores: ScoreMatrix,
     *,
@@ -625,6 +642,7 @@ def cross_validate(
     predictor: str = names.DEFAULT_PREDICTOR,
     splitter: str = "default",
     keep_aggregates: bool = False,
+    paper: bool = False,
 ) -> CVResult:
     """K-fold cross-validation of selection + Gaussian imputation over models.
 
@@ -703,11 +721,20 @@ def cross_validate(
         <benchsel.models.GaussianModel.select>` does (it is still
         predicted and scored); ``scoring="paper"`` selects from every
         column, as the published code does.
+    paper : bool, default False
+        The reference paper's whole protocol (:data:`benchsel.names.PAPER_PROTOCOL`:
+        ``covariance="paper"``, ``scoring="paper"``, ``splitter="paper"``,
+        ``predictor="gaussian"``, ``seed=42``): Table 4 as its published code
+        runs it. Any of those arguments given otherwise is an error.
 
     Returns
     -------
     CVResult
     """
+    if paper:
+        covariance, scoring, splitter, predictor, seed = paper_protocol(
+            covariance=covariance, scoring=scoring, splitter=splitter, predictor=predictor,
+            seed=seed)
     scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
     if splitter not in SPLITTERS:
         raise ValueError(f"splitter must be one of {', '.join(SPLITTERS)}; got {splitter!r}")
