@@ -35,7 +35,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("primitives", (
         "_arrays", "_frames", "_json", "_linalg", "_lowrank", "_memory", "_npz", "_parallel",
-        "_patterns", "_reuse", "_ridge", "_version", "aggregates", "bounds", "cache_files",
+        "_patterns", "_reuse", "_ridge", "_text", "_version", "aggregates", "bounds", "cache_files",
         "exceptions", "matrix", "names", "progress", "splits", "transforms",
     )),
     ("data", ("datasets", "io", "lmeval", "sources")),

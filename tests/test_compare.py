@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+import benchsel
 from benchsel import GaussianModel, ScoreMatrix, load_dataset
 from benchsel.cli import main
 from benchsel.models.compare import compare_models
@@ -237,3 +238,32 @@ def test_compare_with_a_plan_reads_lm_evals_standard_errors(lm_eval_runs, capsys
     diffs = json.loads(capsys.readouterr().out)["differences"]
     both = [d for d in diffs if d["observed"]]
     assert both and all(d["measurement_noise_known"] and d["std"] > 0 for d in both)
+
+
+def test_measurement_noise_is_a_library_function(tmp_path):
+    """benchsel.observations.binomial_stderr: sqrt(p(1-p)/n) per observed score, the
+    counts given as one number, per benchmark (mapping or text) or as a file."""
+    from benchsel.observations import binomial_stderr, question_counts, split_stderr
+
+    model = benchsel.GaussianModel().fit(benchsel.load_dataset("helm_lite"))
+    items = list(model.items_)
+    g, m = items.index("GSM8K"), items.index("MMLU")
+    x = np.full((1, len(items)), np.nan)
+    x[0, g], x[0, m] = 0.9, 0.4
+    path = tmp_path / "counts.csv"
+    path.write_text("benchmark,questions\nGSM8K,1000\n")
+    for counts in ({"GSM8K": 1000}, "GSM8K=1000", path):
+        se = binomial_stderr(model, x, counts)
+        assert se[0, g] == pytest.approx(np.sqrt(0.9 * 0.1 / 1000), rel=1e-12)
+        assert np.isnan(se[0, m]) and se[0, items.index("MedQA")] == 0
+    se = binomial_stderr(model, x, 100)
+    assert se[0, m] == pytest.approx(np.sqrt(0.4 * 0.6 / 100), rel=1e-12)
+    assert question_counts("250", items) == {None: 250}
+    with pytest.raises(ValueError, match="no benchmark 'GSM9K'.*GSM8K"):
+        question_counts({"GSM9K": 10}, items)
+    with pytest.raises(ValueError, match="'x' is not a positive whole number"):
+        question_counts("GSM8K=x", items)
+    board = benchsel.ScoreMatrix(np.array([[0.5, 0.01], [0.7, np.nan]]), ["a", "b"],
+                                 ["GSM8K", "GSM8K_stderr"])
+    scores, stderr = split_stderr(board)
+    assert list(scores.items) == ["GSM8K"] and stderr == {"a": {"GSM8K": 0.01}, "b": {}}

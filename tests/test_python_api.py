@@ -452,3 +452,18 @@ def test_the_oracle_protocol_runs_with_the_cli_defaults(capsys):
     assert [r["k"] for r in cli["results"]] == [1, 2, 3]
     assert [r["r2_oracle"] for r in cli["results"]] == \
         pytest.approx([r["r2_oracle"] for r in lib["results"]], rel=1e-12)
+
+
+def test_a_prediction_explains_itself_as_predict_prints_it(capsys):
+    """The text ``predict`` prints is ``Prediction.explain()``: a notebook gets it too."""
+    observed = {"MedQA": 0.61, "GSM8K": 0.72, "OpenbookQA": 0.9}
+    spec = ",".join(f"{k}={v}" for k, v in observed.items())
+    assert main(["predict", "helm_lite", "--observed", spec, "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    model = benchsel.GaussianModel().fit(benchsel.load_dataset("helm_lite"))
+    text = model.predict(observed).explain()
+    assert printed == text + "\n"
+    head = text.splitlines()
+    assert head[0] == "new model: 8 predicted from 3 observed"
+    assert head[1].startswith("  method: ") and head[2].startswith("  intervals: calibrated")
+    assert "MMLU" in text and "low (90%)" in text

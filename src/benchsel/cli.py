@@ -9,6 +9,7 @@ the command itself runs in :mod:`benchsel.commands`. Exit codes: 0 success,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -212,6 +213,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _questions(text: str) -> str:
+    """``--questions``: a file, ``N`` or ``NAME=N,...`` with positive whole counts; checked
+    here (the names against the board later, by the library)."""
+    if os.path.isfile(text):
+        return text
+    for part in filter(None, (t.strip() for t in text.split(","))):
+        name, _, value = part.rpartition("=")
+        if not value.strip().isdigit() or int(value) < 1:
+            raise argparse.ArgumentTypeError(
+                f"{value.strip()!r} is not a positive whole number"
+                + (f" (the questions of {name.strip()!r})" if name else ""))
+    return text
+
+
 def _whole_in(low: int, high: int, why: str = ""):
     """An argparse type: a whole number in [low, high], checked before any work."""
     def parse(text: str) -> int:
@@ -360,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "uses the best (the JSON output's 'choice' says which, by how much); "
                    "gaussian is the conditional distribution; the rest as in 'benchsel "
                    "evaluate DATA --protocol complete'")
-    p.add_argument("--questions", metavar="N or NAME=N,...",
+    p.add_argument("--questions", metavar="N or NAME=N,...", type=_questions,
                    help="questions behind each observed score (one count for all, per "
                    "benchmark, or a 'benchmark,questions' file): an accuracy p from N "
                    "questions has the standard error sqrt(p(1-p)/N), and the Gaussian "
@@ -567,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DATA is models x questions: the paired difference of A and B over "
                    "the questions both answered, with its standard error (and McNemar's test "
                    "for 0/1 scores); on by default with --lm-eval-task")
-    p.add_argument("--questions", metavar="N or NAME=N,...",
+    p.add_argument("--questions", metavar="N or NAME=N,...", type=_questions,
                    help="questions behind each benchmark score (one count for all, or per "
                    "benchmark): an accuracy p measured on N questions has the standard error "
                    "sqrt(p(1-p)/N). Standard errors are also read from lm-eval's "

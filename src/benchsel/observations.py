@@ -19,10 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ._json import load_file
-from .io import _as_scores, parse_observed
+from .io import _as_scores, parse_observed, read_question_counts
 from .lmeval import is_lm_eval_path, read_lm_eval, read_sample_scores
-from .matrix import DataWarning, ScoreMatrix
+from .matrix import DataWarning, ScoreMatrix, did_you_mean
 from .sources import as_scores
 
 __all__ = ["Observations", "observe", "observe_benchmarks", "observe_questions"]
@@ -322,3 +324,106 @@ def _doc_scores(where: str, scores: Mapping) -> dict[int, float]:
                              "finite number")
         out[doc_id] = number
     return out
+
+
+# ---------------------------------------------------------------- measurement noise
+def question_counts(counts, items: Sequence[str]) -> dict:
+    """The questions behind each benchmark's score, checked against ``items``.
+
+    Parameters
+    ----------
+    counts : int, mapping {benchmark: int}, str or path
+        One count for every benchmark; a count per benchmark (a mapping, or
+        text ``NAME=N,...``); or a file of counts (CSV ``benchmark,count`` or
+        JSON, :func:`benchsel.io.read_question_counts`).
+    items : sequence of str
+        The board's benchmarks.
+
+    Returns
+    -------
+    dict
+        ``{benchmark: n}``, or ``{None: n}`` for one count for all.
+    """
+    items = list(items)
+    if isinstance(counts, (str, os.PathLike)) and Path(counts).is_file():
+        read = read_question_counts(counts)
+        return dict(zip(as_items(list(read), items), read.values()))
+    if isinstance(counts, str) and "=" in counts:
+        pairs = [part.rpartition("=") for part in filter(None, (t.strip()
+                                                              for t in counts.split(",")))]
+        counts = {name: value.strip() for name, _, value in pairs}
+    if isinstance(counts, Mapping):
+        unknown = [name for name in counts if name not in items]
+        if unknown:
+            raise ValueError(f"questions: no benchmark {unknown[0]!r}"
+                             f"{did_you_mean([unknown[0]], items)}")
+        return {name: _count(value, f" {name}") for name, value in counts.items()}
+    return {None: _count(counts, "")}
+
+
+def _count(value, where: str) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"questions{where}: {value!r} is not a positive whole number")
+    return n
+
+
+def binomial_stderr(model, x, counts) -> np.ndarray:
+    """The standard error ``sqrt(p (1 - p) / n)`` of each observed score of ``x``.
+
+    An accuracy ``p`` measured on ``n`` questions has that standard error;
+    ``GaussianModel.predict(..., observed_std=...)`` then conditions on the
+    score with that noise (``benchsel predict --questions``).
+
+    Parameters
+    ----------
+    model : GaussianModel
+        Fitted: its ``items_`` name the columns of ``x`` and its ``bounds_``
+        give each benchmark's scale, [0, 1] or [0, 100].
+    x : ndarray, shape (R, N)
+        Observed scores over ``model.items_`` (NaN: not observed).
+    counts
+        As :func:`question_counts` reads them.
+
+    Returns
+    -------
+    ndarray, shape (R, N)
+        On the benchmark's own scale; NaN where a score is observed without
+        a count, 0 where none is observed.
+    """
+    x = np.asarray(x, dtype=float)
+    items = list(model.items_)
+    out = np.where(np.isnan(x), 0.0, np.nan)
+    known = question_counts(counts, items)
+    for j, item in enumerate(items):
+        n = known.get(item, known.get(None))
+        rows = ~np.isnan(x[:, j])
+        if n is None or not rows.any():
+            continue
+        low, high = model.bounds_[:, j]
+        if not (low == 0 and high in (1, 100)):
+            raise ValueError(f"questions: {item!r} is not a score in [0, 1] or [0, 100] "
+                             f"(bounds {low:g}, {high:g}); give its standard error in a "
+                             "'_stderr' column instead")
+        p = np.clip(x[rows, j] / high, 0.0, 1.0)
+        out[rows, j] = high * np.sqrt(p * (1 - p) / n)
+    return out
+
+
+def split_stderr(scores: ScoreMatrix) -> tuple[ScoreMatrix, dict]:
+    """A board's ``<benchmark>_stderr`` columns apart: (the scores without them,
+    ``{model: {benchmark: standard error}}`` where one is given)."""
+    pairs = {item: item[: -len("_stderr")] for item in scores.items
+             if item.endswith("_stderr") and item[: -len("_stderr")] in scores.items}
+    if not pairs:
+        return scores, {}
+    keep = [j for j, item in enumerate(scores.items) if item not in pairs]
+    stderr = {}
+    for i, model in enumerate(scores.models):
+        stderr[model] = {
+            pairs[item]: float(scores.values[i, j]) for j, item in enumerate(scores.items)
+            if item in pairs and not np.isnan(scores.values[i, j])}
+    return scores.subset(items=keep), stderr

@@ -63,7 +63,7 @@ def _as_flags(**flags):
     except ValueError as err:
         text = str(err)
         for param, flag in flags.items():
-            if text.startswith(param + " "):
+            if text.startswith((param + " ", param + ":")):
                 raise ValueError(flag + text[len(param):]) from None
         raise
 

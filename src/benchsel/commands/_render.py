@@ -6,23 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..io import write_text_atomic
 from ._args import STDOUT, _inputs
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    def fmt(v) -> str:
-        if isinstance(v, float):
-            return "-" if np.isnan(v) else f"{v:.4g}"
-        return str(v)
-
-    cells = [[str(h) for h in headers]] + [[fmt(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _emit(args, payload: dict, text: str) -> None:

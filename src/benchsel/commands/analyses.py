@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._text import text_table
 from ..analyses.audit import audit
 from ..analyses.budget import MAX_TOTAL_QUESTIONS, question_budget
 from ..analyses.diagnostics import normality
@@ -14,7 +15,7 @@ from ..io import read_model_order, read_question_counts
 from ..observations import as_items
 from ..progress import Progress
 from ._args import UsageError, _as_flags, _fit, _item_names, _load, _names
-from ._render import _emit, _table
+from ._render import _emit
 
 
 def cmd_spectrum(args) -> int:
@@ -44,7 +45,8 @@ def cmd_spectrum(args) -> int:
         f"{picks}; no choice of fewer can do it (eigenvalues): {bound}.\n"
         "The table: eigenvalues, the variance left by the best k directions (a lower bound), "
         "and by greedy entropy's first k benchmarks (every column, aggregates included)\n"
-        + _table(["k", "eigenvalue", "eig_tail (bound)", "greedy_residual", "greedy item"], rows)
+        + text_table(["k", "eigenvalue", "eig_tail (bound)", "greedy_residual", "greedy item"],
+                     rows)
     )
     if n > show:
         text += f"\n... {n - show} more (use --json for all)"
@@ -93,7 +95,7 @@ def cmd_discover(args) -> int:
     if any(r.few_models for r in result.rows):
         lines.append(f"* fewer than {FEW_MODELS} models: its correlations are estimated from "
                      "few pairs, so its novelty may only reflect missing data")
-    _emit(args, payload, "\n".join(lines) + "\n" + _table(head, rows))
+    _emit(args, payload, "\n".join(lines) + "\n" + text_table(head, rows))
     return 0
 
 
@@ -126,7 +128,7 @@ def cmd_budget(args) -> int:
             for r in result.rows]
     text = (f"questions per benchmark for sampling noise <= {args.fraction:g} x its variance "
             "given the other selected benchmarks\n"
-            + _table(["benchmark", "mean score", "cond. variance", "questions needed",
+            + text_table(["benchmark", "mean score", "cond. variance", "questions needed",
                       "available", *(["allocated"] if args.total else [])], rows)
             + "\n\nmean score: over the leaderboard's models, in the board's units; cond. "
             "variance: what the other selected benchmarks leave unexplained, in score units "
@@ -159,13 +161,13 @@ def cmd_audit(args) -> int:
             f"scores (|z| > {result.threshold:g}; z = leave-one-out residual / board spread "
             f"{result.scale:.3g})\n")
     if show:
-        text += _table(["model", "benchmark", "observed", "predicted", "z"],
+        text += text_table(["model", "benchmark", "observed", "predicted", "z"],
                        [[c.model, c.benchmark, c.observed, c.predicted, c.z] for c in show])
         if len(result.cells) > len(show):
             text += f"\n... {len(result.cells) - len(show)} more (use --json for all)"
     marked = [b for b in result.benchmarks if b.flagged_cells or b.decoupled]
     if marked:
-        text += "\n\nbenchmarks with flagged cells or drift across model order:\n" + _table(
+        text += "\n\nbenchmarks with flagged cells or drift across model order:\n" + text_table(
             ["benchmark", "flagged", "cells", "mean z early", "mean z late", "drift t",
              "replacement"],
             [[b.benchmark, b.flagged_cells, b.cells, b.mean_z_early, b.mean_z_late, b.drift_t,
@@ -196,7 +198,7 @@ def cmd_diagnose(args) -> int:
         f"Shapiro-Wilk per benchmark (Benjamini-Hochberg, alpha {args.alpha:g}): "
         f"{int(report.reject.sum())} of {len(report.items)} reject normality; "
         f"median W {payload['median_w']:.3f}" if report.items else "no benchmark could be tested",
-        _table(["benchmark (lowest W first)", "W", "p_adjusted", ""], rows),
+        text_table(["benchmark (lowest W first)", "W", "p_adjusted", ""], rows),
     ]
     if report.mardia is not None:
         m = report.mardia

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._text import text_table
 from ..analyses.paired import paired_difference
 from ..matrix import ScoreMatrix, did_you_mean
 from ..models.compare import compare_models
-from ..observations import observe_benchmarks, observe_stderr, short_names
+from ..observations import observe_benchmarks, observe_stderr, short_names, split_stderr
 from ..plan import load_plan
 from ..sources import is_lm_eval_data
 from ._args import UsageError, _as_flags, _fit, _load, _names, _refuse_fit_options
-from ._noise import _binomial_stderr, _split_stderr, _stderr_rows
-from ._render import _emit, _table
+from ._noise import _binomial_stderr, _stderr_rows
+from ._render import _emit
 
 
 def cmd_compare(args) -> int:
@@ -54,7 +55,7 @@ def cmd_compare(args) -> int:
                  f"{len(result.items)} benchmarks (* below: {short_names(unpredictable, 5)}): "
                  "a prediction there is only the benchmark's spread among the source models; "
                  "run them to compare")
-    _emit(args, payload, head + "\n" + _table(
+    _emit(args, payload, head + "\n" + text_table(
         ["benchmark", "difference", "std", f"low ({pct})", f"high ({pct})", "P(B > A)"], table))
     return 0
 
@@ -98,7 +99,7 @@ def _two_models(args, scores: ScoreMatrix) -> tuple[ScoreMatrix, list[str]]:
 def _compare_rows(args):
     """(model fitted on the other rows, the two rows' scores, their names, their standard
     errors from DATA's ``_stderr`` columns) of DATA."""
-    scores, stderr = _split_stderr(_load(args))
+    scores, stderr = split_stderr(_load(args))
     if is_lm_eval_data(args.data):  # lm-eval writes each score's standard error beside it
         found = observe_stderr(args.data, scores.items)
         stderr = dict(zip(found.models, _stderr_rows(found, list(found.models))))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._text import text_table
 from ..datasets import list_datasets, load_dataset
-from ._render import _emit, _table
+from ._render import _emit
 
 
 def cmd_datasets(args) -> int:
@@ -22,7 +23,7 @@ def cmd_datasets(args) -> int:
              "observed_percent": observed, "source": info.source}
         )
     _emit(args, {"datasets": payload},
-          _table(["name", "shape", "observed", "kind", "source"], rows))
+          text_table(["name", "shape", "observed", "kind", "source"], rows))
     return 0
 
 
@@ -45,7 +46,7 @@ def _show_dataset(args) -> int:
                      f"{scores.n_items - 1}); mean score "
                      f"{float(np.nanmean(scores.values)):.3f}")
     else:
-        lines.append(_table(["benchmark", "models with a score"],
+        lines.append(text_table(["benchmark", "models with a score"],
                             [[item, int(c)] for item, c in zip(scores.items, counts)]))
     shown = 30
     more = (f", ... ({scores.n_models - shown} more; --json lists all)"

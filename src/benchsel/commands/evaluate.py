@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .._text import text_table
 from ..evaluation import (
     cross_validate,
     dated,
@@ -16,7 +17,7 @@ from ..evaluation import (
 from ..names import COMPLETION_METHODS, DEFAULT_PREDICTOR, ORACLE_K_MAX
 from ..progress import Progress
 from ._args import UsageError, _dated_cut, _load, _names
-from ._render import _emit, _table
+from ._render import _emit
 from ._workers import _workers
 
 
@@ -109,7 +110,7 @@ def cmd_evaluate(args) -> int:
             f"{100 * result.hide:g}% of them, "
             f"{result.folds} folds, {head}; best (lowest MedAPE among methods predicting "
             f">= 99% of cells): {result.default}\n"
-            + _table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
+            + text_table(["method", "MedAPE %", "median AE", "within 3", "within 5", "coverage %",
                       "interval cov %", "uncalibrated %"], rows)
         )
         _emit(args, payload, text)
@@ -122,7 +123,7 @@ def cmd_evaluate(args) -> int:
         text = (
             f"oracle: best subsets by exhaustive search over the same {result.folds} folds, "
             f"{head}\n"
-            + _table(["k", "subsets", "r2_oracle", *[f"r2_{o}" for o in objectives], "best"],
+            + text_table(["k", "subsets", "r2_oracle", *[f"r2_{o}" for o in objectives], "best"],
                      rows)
         )
         _emit(args, payload, text)
@@ -162,7 +163,7 @@ def cmd_evaluate(args) -> int:
         columns += ["interval_score", "column_spread_score"]
         head += ("\ninterval_score: the 90% intervals' width plus 20x their misses "
                  "(standardized, lower is better), beside the column spread's")
-    text = f"{args.protocol}: {setup}, {head}\n" + _table(columns, rows) + _below_zero(result)
+    text = f"{args.protocol}: {setup}, {head}\n" + text_table(columns, rows) + _below_zero(result)
     _emit(args, payload, text)
     return 0
 

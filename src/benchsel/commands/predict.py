@@ -16,7 +16,7 @@ from ..plan import load_plan
 from ..prediction.memo import load_cached, save_cached
 from ._args import UsageError, _as_flags, _fit, _load, _refuse_fit_options
 from ._noise import _binomial_noise
-from ._render import _emit, _emit_text, _prediction_csv, _table
+from ._render import _emit, _emit_text, _prediction_csv
 
 
 def cmd_predict(args) -> int:
@@ -35,61 +35,8 @@ def cmd_predict(args) -> int:
     # A question-level plan lists every task, those run in full as observed.
     full_runs = level == "questions"
     payload = pred.to_dict(include_observed=full_runs)
-    blocks = []
-    pct = f"{100 * args.coverage:g}%"
-    what = "task" if level == "questions" else "model" if args.axis == "models" else "benchmark"
-    for i, name in enumerate(pred.models):
-        records = pred.records(i, include_observed=full_runs)
-        rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else "")
-                 + (" *" if r.get("column_spread_only") else ""), r["mean"],
-                 r["std"], r["low"], r["high"]] for r in records]
-        given = int(pred.observed[i].sum())
-        head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
-                "questions" + (f", {given} task(s) run in full" if given else "")
-                if level == "questions"
-                else f"{name}: {len(rows)} predicted from {given} observed"
-                if not getattr(args, "questions", None)
-                else f"{name}: {len(rows)} predicted, its observed scores among them: the "
-                "Gaussian conditioned on them with their measurement noise (--questions)")
-        if pred.choices:
-            choice = pred.choices[i]
-            margin = choice["margin"]
-            held = {"near": "cells of the strongest and weakest 10% of the source models, as "
-                            "this model lies beyond the others' range"}.get(
-                choice.get("split"), "held-out source cells")
-            if choice.get("split") == "none":
-                head += (f"\n  method: {choice['method']} (auto: no observed score to choose "
-                         "by; the source models' mean and spread)")
-            else:
-                head += (f"\n  method: {choice['method']} (auto: best of a cross-validation "
-                         f"on {choice['cells']} {held}"
-                         + (f", MedAPE {margin:.2f} points below the runner-up)"
-                            if margin is not None else ")"))
-        cal = pred.calibration[i] if pred.calibration else {}
-        if cal.get("frontier_shift"):
-            head += ("\n  mean: this model is at the top of the source models; corrected by "
-                     "the shortfall its method showed on the strongest 10% of them")
-        if cal.get("method") == "conformal":
-            where = ("no observed score: as wide as a model beyond the source models' "
-                     "strength range needs" if cal.get("regime") == "unknown"
-                     else f"{cal['regime']} the source models' range")
-            head += ("\n  intervals: calibrated on held-out source models, "
-                     f"x{cal['multiplier']:.2f} ({where})")
-        spread_only = pred.limited_items(i)
-        if spread_only:
-            head += (f"\n  * {len(spread_only)} of {len(rows)}: the method knew no more than "
-                     "the benchmark's own spread among the source models, so that is the "
-                     "interval (run them to know more)")
-        ex = pred.extrapolation[i]
-        if ex["flag"]:
-            head += ("\n  WARNING: extrapolation -- this model lies outside what the source "
-                     "models cover; predictions are less reliable:")
-            head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))
-        blocks.append(
-            head + "\n"
-            + _table([what, "mean", "std", f"low ({pct})", f"high ({pct})"], rows)
-        )
-    _emit(args, payload, "\n\n".join(blocks))
+    text = pred.explain(include_observed=full_runs, noisy=bool(getattr(args, "questions", None)))
+    _emit(args, payload, text)
     return 0
 
 
@@ -117,7 +64,7 @@ def _prediction(args, scores: ScoreMatrix | None = None):
                          observed_std=_predict_noise(args, model, observed))
     save_cached(model)
     if dual and pred.models == ["new model"]:
-        pred = dataclasses.replace(pred, models=["new benchmark"])
+        pred = dataclasses.replace(pred, models=["new benchmark"], item_kind="model")
     return pred, "benchmarks"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._text import text_table
 from ..coreset._base import resolve_n
 from ..coreset.registry import make_method
 from ..evaluation.questions import evaluate_coresets
@@ -13,7 +14,7 @@ from ..names import DEFAULT_CORESET_METHOD
 from ..progress import Progress
 from ..sources import question_items
 from ._args import _dated_cut, _inputs, _load, _names
-from ._render import _emit, _table
+from ._render import _emit
 from ._workers import _workers
 
 
@@ -67,7 +68,7 @@ def cmd_coreset_eval(args) -> int:
     text = (
         f"{split}, n = {result.n}, {args.trials} trials, {scores.n_models} models x "
         f"{scores.n_items} questions, {result.seconds:.1f} s; default: {result.default}\n"
-        + _table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
+        + text_table(["method", "gap", "gap_std", "EGR %", "RMSE", "kendall", "cov90 %",
                   "phi", "sim-corr", "seconds"], rows)
     )
     _emit(args, payload, text)

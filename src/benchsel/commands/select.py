@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from .._text import text_table
 from ..datasets import bundled_path, resolve_data
 from ..lmeval import parse_per_task, write_samples
 from ..plan import plan_benchmarks, plan_mixed, plan_questions
@@ -24,7 +25,7 @@ from ._args import (
     _read_options,
     _refuse_fit_options,
 )
-from ._render import _emit, _table
+from ._render import _emit
 from ._workers import _fan_out, _workers
 
 
@@ -89,7 +90,7 @@ def cmd_select(args) -> int:
     if sel.stopped_by == "no positive gain":
         head += "; stopped: the next pick would add no information"
     head += "\n" + describe_certificate(sel.certificate)
-    text = head + "\n" + _table(["#", what, "gain", "residual_var",
+    text = head + "\n" + text_table(["#", what, "gain", "residual_var",
                                  *(["selected in resamples"] if frequency else [])], rows)
     if frequency:
         text += _stability_line(frequency, what)
@@ -203,7 +204,8 @@ def cmd_plan(args) -> int:
             lines.append(f"lm-eval --samples file written to {args.emit_lm_eval_samples}")
         rows = [[t, p.n, len(p.doc_ids), p.source.n_models, p.method]
                 for t, p in plan.tasks.items()]
-        lines.append(_table(["task", "questions to run", "of", "source models", "method"], rows))
+        lines.append(text_table(["task", "questions to run", "of", "source models", "method"],
+                                rows))
     if plan.level == "mixed":
         lines.append(f"and in full: {', '.join(plan.run_in_full)}")
     elif plan.level == "benchmarks":
@@ -211,7 +213,7 @@ def cmd_plan(args) -> int:
         rows = [[t + 1, name, float(g), float(r)] for t, (name, g, r) in
                 enumerate(zip(sel["selected"], sel["gains"], sel["residual_variance"]))]
         lines.append(f"{len(rows)} benchmarks to run, of {plan.benchmarks.source.n_items}:")
-        lines.append(_table(["#", "benchmark", "gain", "residual_var"], rows))
+        lines.append(text_table(["#", "benchmark", "gain", "residual_var"], rows))
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     else:

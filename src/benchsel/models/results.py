@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._text import text_table
+
 __all__ = ["Prediction", "Selection"]
 
 
@@ -126,8 +128,10 @@ class Prediction:
         cross-validation on the training models for its observed items
         (:meth:`benchsel.prediction.MethodChoice.to_dict`).
     item_kind : str
-        What the items are: ``benchmark`` or, for a question-level plan's
-        prediction, ``task`` (the index name of :meth:`to_frame`).
+        What the items are: ``benchmark``, ``model`` (a new benchmark predicted
+        on the board's models, ``predict --axis models``) or, for a
+        question-level plan's prediction, ``task`` (the index name of
+        :meth:`to_frame`).
     limited : ndarray of bool, optional
         The predicted cells whose standard deviation is the column's own
         calibrated spread among the source models
@@ -206,6 +210,89 @@ class Prediction:
             if self.limited is not None:
                 record["column_spread_only"] = bool(self.limited[row, j])
             out.append(record)
+        return out
+
+    def explain(self, *, include_observed: bool | None = None, noisy: bool = False) -> str:
+        """What ``benchsel predict`` prints: per model, how it was predicted, then a table.
+
+        The head says how many items were predicted from how many given, the
+        method ``auto`` chose and on what, a frontier correction, how the
+        intervals were calibrated and in which regime, the items whose
+        interval is only the column's own spread (marked ``*``), and a
+        warning with its reasons where the model lies outside what the
+        source models cover.
+
+        Parameters
+        ----------
+        include_observed : bool, optional
+            List the given items too (default: for a question-level plan's
+            tasks, where a task run in full is listed as such).
+        noisy : bool, default False
+            The observed scores were given with measurement noise (``predict
+            --questions``, ``observed_std``): they are predicted too.
+        """
+        tasks = self.item_kind == "task"
+        include_observed = tasks if include_observed is None else include_observed
+        pct = f"{100 * self.level:g}%"
+        blocks = []
+        for i, name in enumerate(self.models):
+            records = self.records(i, include_observed=include_observed)
+            rows = [[r["benchmark"] + (" (run in full)" if r.get("observed") else "")
+                     + (" *" if r.get("column_spread_only") else ""), r["mean"],
+                     r["std"], r["low"], r["high"]] for r in records]
+            given = int(self.observed[i].sum())
+            if tasks:
+                head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
+                        "questions" + (f", {given} task(s) run in full" if given else ""))
+            elif noisy:
+                head = (f"{name}: {len(rows)} predicted, its observed scores among them: the "
+                        "Gaussian conditioned on them with their measurement noise")
+            else:
+                head = f"{name}: {len(rows)} predicted from {given} observed"
+            head += self._how(i)
+            spread_only = self.limited_items(i)
+            if spread_only:
+                head += (f"\n  * {len(spread_only)} of {len(rows)}: the method knew no more "
+                         "than the benchmark's own spread among the source models, so that is "
+                         "the interval (run them to know more)")
+            ex = self.extrapolation[i]
+            if ex["flag"]:
+                head += ("\n  WARNING: extrapolation -- this model lies outside what the "
+                         "source models cover; predictions are less reliable:")
+                head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))
+            table = text_table([self.item_kind, "mean", "std", f"low ({pct})", f"high ({pct})"],
+                               rows)
+            blocks.append(head + "\n" + table)
+        return "\n\n".join(blocks)
+
+    def _how(self, i: int) -> str:
+        """The lines of :meth:`explain` on model ``i``'s method, frontier correction
+        and calibration."""
+        out = ""
+        if self.choices:
+            choice = self.choices[i]
+            margin = choice["margin"]
+            held = {"near": "cells of the strongest and weakest 10% of the source models, as "
+                            "this model lies beyond the others' range"}.get(
+                choice.get("split"), "held-out source cells")
+            if choice.get("split") == "none":
+                out += (f"\n  method: {choice['method']} (auto: no observed score to choose "
+                        "by; the source models' mean and spread)")
+            else:
+                out += (f"\n  method: {choice['method']} (auto: best of a cross-validation "
+                        f"on {choice['cells']} {held}"
+                        + (f", MedAPE {margin:.2f} points below the runner-up)"
+                           if margin is not None else ")"))
+        cal = self.calibration[i] if self.calibration else {}
+        if cal.get("frontier_shift"):
+            out += ("\n  mean: this model is at the top of the source models; corrected by "
+                    "the shortfall its method showed on the strongest 10% of them")
+        if cal.get("method") == "conformal":
+            where = ("no observed score: as wide as a model beyond the source models' "
+                     "strength range needs" if cal.get("regime") == "unknown"
+                     else f"{cal['regime']} the source models' range")
+            out += ("\n  intervals: calibrated on held-out source models, "
+                    f"x{cal['multiplier']:.2f} ({where})")
         return out
 
     def to_dict(self, *, include_observed: bool = False) -> dict:
