@@ -36,9 +36,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("primitives", (
         "_arrays", "_frames", "_json", "_linalg", "_lowrank", "_memory", "_npz", "_parallel",
         "_patterns", "_reuse", "_ridge", "_text", "_version", "aggregates", "bounds", "cache_files",
-        "exceptions", "matrix", "names", "progress", "splits", "transforms",
+        "exceptions", "matrix", "names", "outputs", "progress", "splits", "transforms",
     )),
-    ("data", ("datasets", "io", "lmeval", "sources")),
+    ("data", ("datasets", "inputs", "io", "lmeval", "sources")),
     ("maths", ("gaussian", "selection")),
     ("predictors and calibration", ("calibration", "prediction")),
     ("models", ("coreset", "models")),

@@ -13,7 +13,8 @@ import pytest
 
 import benchsel
 from benchsel import DataWarning, ScoreMatrix, list_datasets, load_dataset, read_scores
-from benchsel.io import parse_observed, read_costs, write_text_atomic
+from benchsel.inputs import parse_observed, read_costs
+from benchsel.outputs import write_text_atomic
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: sha256 of every file of ../shared/data that the package bundles, recorded from the
@@ -438,7 +439,7 @@ def test_read_costs_rejects_non_positive(tmp_path, name, text, expected):
 
 
 def test_model_order_headers_name_the_date_column_as_they_like(tmp_path):
-    from benchsel.io import read_model_order
+    from benchsel.inputs import read_model_order
 
     expected = read_model_order(write(tmp_path, "m1,2024-01-02\nm2,3\n", "plain.csv"))
     for header in ("model,order", "model,released", "name,release_date", "Model,Date"):

@@ -18,7 +18,7 @@ from benchsel import (
 )
 from benchsel.cli import main
 from benchsel.datasets import bundled_path
-from benchsel.io import read_costs
+from benchsel.inputs import read_costs
 from benchsel.selection.greedy import run_greedy
 
 

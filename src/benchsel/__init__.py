@@ -40,7 +40,7 @@ _EXPORTS = {
     "spectrum": "analyses",
     "list_datasets": "datasets",
     "load_dataset": "datasets",
-    "read_costs": "io",
+    "read_costs": "inputs",
     "read_scores": "io",
     "read_lm_eval": "lmeval",
     "write_samples": "lmeval",

@@ -61,8 +61,8 @@ import numpy as np
 
 from ._json import load_file, loads
 from ._parallel import map_tasks
-from .io import write_json_atomic
 from .matrix import DataWarning, ScoreMatrix, _short_list
+from .outputs import write_json_atomic
 
 __all__ = [
     "LmEvalRuns",

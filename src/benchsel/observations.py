@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ._json import load_file
-from .io import _as_scores, parse_observed, read_question_counts
+from .inputs import _as_scores, parse_observed, read_question_counts
 from .lmeval import is_lm_eval_path, read_lm_eval, read_sample_scores
 from .matrix import DataWarning, ScoreMatrix, did_you_mean
 from .sources import as_scores
@@ -335,7 +335,7 @@ def question_counts(counts, items: Sequence[str]) -> dict:
     counts : int, mapping {benchmark: int}, str or path
         One count for every benchmark; a count per benchmark (a mapping, or
         text ``NAME=N,...``); or a file of counts (CSV ``benchmark,count`` or
-        JSON, :func:`benchsel.io.read_question_counts`).
+        JSON, :func:`benchsel.inputs.read_question_counts`).
     items : sequence of str
         The board's benchmarks.
 

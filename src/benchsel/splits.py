@@ -215,7 +215,7 @@ def dated_split(order, before: float) -> Fold:
     ----------
     order : ndarray (M,)
         Each model's sort key (a release date as seconds since 1970, or any
-        number; see :func:`benchsel.io.read_model_order`).
+        number; see :func:`benchsel.inputs.read_model_order`).
     before : float
         The cut, in the same units: keys strictly below it are sources.
     """

@@ -8,16 +8,11 @@ import contextlib
 from pathlib import Path
 
 from ..datasets import bundled_path, resolve_data
-from ..io import (
-    check_output_folder,
-    check_output_path,
-    model_order_keys,
-    read_costs,
-    read_model_order,
-)
+from ..inputs import model_order_keys, read_costs, read_model_order
 from ..lmeval import parse_per_task
 from ..models import GaussianModel
 from ..observations import as_items
+from ..outputs import check_output_folder, check_output_path
 from ..sources import as_scores, is_lm_eval_data, task_sources
 from ._workers import _fan_out
 
@@ -93,8 +88,8 @@ def check_outputs(args) -> None:
     """Refuse every output target of the command before any work is done.
 
     ``-o``, ``--emit-lm-eval-samples`` and ``--plots`` are checked with the
-    writers' own rules (:func:`benchsel.io.check_output_path` and
-    :func:`~benchsel.io.check_output_folder`), so a read-only file, a
+    writers' own rules (:func:`benchsel.outputs.check_output_path` and
+    :func:`~benchsel.outputs.check_output_folder`), so a read-only file, a
     symbolic link loop, an input or a folder that is a file is refused at
     once instead of after minutes of fitting.
     """

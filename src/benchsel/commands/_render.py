@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..io import write_text_atomic
+from ..outputs import write_text_atomic
 from ._args import STDOUT, _inputs
 
 

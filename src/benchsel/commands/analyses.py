@@ -11,7 +11,7 @@ from ..analyses.budget import MAX_TOTAL_QUESTIONS, question_budget
 from ..analyses.diagnostics import normality
 from ..analyses.discover import FEW_MODELS, discover, read_correlation
 from ..analyses.spectrum import spectrum
-from ..io import read_model_order, read_question_counts
+from ..inputs import read_model_order, read_question_counts
 from ..observations import as_items
 from ..progress import Progress
 from ._args import UsageError, _as_flags, _fit, _item_names, _load, _names

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..io import write_text_atomic
+from ..outputs import write_text_atomic
 from ..plan import load_plan
 from ..progress import Progress
 from ..report import build_report

@@ -51,7 +51,7 @@ from ..calibration import (
 from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import estimate_covariance, fit_standardizer
-from ..io import model_order_keys
+from ..inputs import model_order_keys
 from ..matrix import DataWarning, ScoreMatrix
 from ..models import GaussianModel
 from ..models.calibrator import GaussianCalibrator
@@ -816,7 +816,7 @@ def dated(
     order : mapping {model: key} or array-like (M,)
         When each model came out: a number or an ISO date per model (an
         array in the order of the models of ``scores`` as given, before
-        all-missing rows are dropped; :func:`benchsel.io.model_order_keys`).
+        all-missing rows are dropped; :func:`benchsel.inputs.model_order_keys`).
     before : number or str
         The cut: models with a key below it are the sources.
 

@@ -55,7 +55,7 @@ from .._reuse import reuse_fits
 from ..coreset._base import resolve_n
 from ..coreset.calibrated import Calibrated
 from ..coreset.registry import DEFAULT_METHOD, make_method, method_names
-from ..io import model_order_keys
+from ..inputs import model_order_keys
 from ..matrix import DataWarning, ScoreMatrix
 from ..sources import as_scores
 from ..splits import dated_split, frontier_split, random_split, strength_split
@@ -277,7 +277,7 @@ def evaluate_coresets(
         without an error bar). Fit times include the refits.
     order : mapping {model: key} or array-like (M,), optional
         The ``dated`` split's sort key of each model: a date (YYYY-MM-DD)
-        or a number (:func:`benchsel.io.model_order_keys`).
+        or a number (:func:`benchsel.inputs.model_order_keys`).
     before : number or str, optional
         The ``dated`` split's cut: models whose key is below it are sources.
     """

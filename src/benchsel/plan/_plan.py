@@ -7,9 +7,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..io import write_json_atomic
 from ..matrix import ScoreMatrix
 from ..observations import Observations, observe
+from ..outputs import write_json_atomic
 from ._format import FORMAT, FORMAT_VERSION
 from ._format import read_plan_json as _read_plan_json
 from ._schema import LEVELS

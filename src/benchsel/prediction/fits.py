@@ -34,8 +34,8 @@ from ..gaussian.covariance import (
     resolve_auto,
     working_covariance,
 )
-from ..io import write_text_atomic
 from ..matrix import DataWarning, Standardizer
+from ..outputs import write_text_atomic
 from . import gp
 from .latent import Completion, Latent, blend, column_prior, complete_mean, soft_impute
 

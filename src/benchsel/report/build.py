@@ -21,9 +21,9 @@ from ..analyses import spectrum
 from ..analyses.audit import audit
 from ..analyses.discover import FEW_MODELS, discover
 from ..evaluation import cross_validate
-from ..io import check_output_folder, write_text_atomic
 from ..matrix import ScoreMatrix
 from ..models import GaussianModel
+from ..outputs import check_output_folder, write_text_atomic
 from ..selection.greedy import describe_certificate
 from ..sources import as_scores
 from . import figures
@@ -102,7 +102,7 @@ class Report:
 
         ``directory`` is created if missing; one that is a file, an input or
         inside an input folder (``protect``) is refused by name first
-        (:func:`benchsel.io.check_output_folder`).
+        (:func:`benchsel.outputs.check_output_folder`).
         """
         directory = check_output_folder(directory, protect=protect)
         directory.mkdir(parents=True, exist_ok=True)
