@@ -11,7 +11,6 @@ from .. import names
 from .._linalg import cholesky
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
-from ..aggregates import aggregate_columns
 from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval, truncated_std
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
@@ -31,51 +30,21 @@ from ..gaussian.covariance import (
     working_covariance,
 )
 from ..gaussian.extrapolation import TrainingRange
-from ..matrix import FEW_MODELS, DataWarning, ScoreMatrix, Standardizer, _short_list
-from ..prediction.cache import CompletionCache
-from ..prediction.choice import choose_for_new_models
-from ..prediction.fits import GaussianFit, new_row_covariance
-from ..prediction.latent import column_prior
-from ..prediction.memo import GAUSSIAN_CONDITIONAL, AutoMemo
-from ..prediction.shipped import shipped_fits
-from ..selection.greedy import (
-    OBJECTIVES,
-    GreedyResult,
-    entropy_certificate,
-    mi_oracle_gap,
-    run_greedy,
-)
+from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
+from ..prediction.memo import GAUSSIAN_CONDITIONAL
 from ..sources import as_scores
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
+from .auto import new_memo, prepare, share_board_options, shared_fits
 from .calibrator import GaussianCalibrator
 from .results import Prediction, Selection
 from .routing import (
-    calibrate_completion,
     calibration_records,
-    method_frontier_shift,
     predict_auto,
     predict_by_completion,
 )
+from .selecting import select_items
 
 __all__ = ["GaussianModel", "NotFittedError", "Selection", "Prediction"]
-
-
-def _certificate(sigma, result: GreedyResult, objective: str, budget, include=(),
-                 exclude=()) -> dict:
-    """The quality certificate of a selection (see :class:`Selection`); the MI oracle
-    searches the subsets the selection's ``include``/``exclude`` allow."""
-    if objective == "random":
-        return {"objective": "random", "fraction": None,
-                "reason": "a random selection has no guarantee"}
-    if objective == "entropy" and budget is None:
-        return entropy_certificate(sigma, result.indices)
-    if objective == "entropy":
-        return {"objective": "shifted entropy", "fraction": None,
-                "greedy_guarantee": float(0.5 * (1 - 1 / np.e)),
-                "reason": "budgeted selection: the a-priori guarantee of the modified greedy "
-                          "is (1 - 1/e)/2 (Krause & Guestrin 2005); no data-dependent bound "
-                          "is computed for budgets"}
-    return mi_oracle_gap(sigma, result.indices, include=include, exclude=exclude)
 
 
 #: Accepted values of ``GaussianModel(calibration=...)``.
@@ -317,24 +286,6 @@ class GaussianModel:
             raise NotFittedError("this GaussianModel is not fitted yet; call fit(scores) first")
 
     # --------------------------------------------------------------- select
-    def _warn_few_models(self, picked, objective: str) -> None:
-        """Say so when a chosen item was run on fewer than ``FEW_MODELS`` source models:
-        its variance and correlations, and so its gain, rest on a handful of scores
-        (greedy entropy picked such columns first on a sparse board)."""
-        if objective == "random":
-            return
-        counts = np.sum(~np.isnan(self.scores_.values), axis=0)
-        few = [(self.items_[j], int(counts[j])) for j in picked if counts[j] < FEW_MODELS]
-        if few:
-            shown = ", ".join(f"{name!r} ({n} models)" for name, n in few)
-            one = len(few) == 1
-            its, they, it = ("its gain rests", "it", "it") if one else \
-                ("their gains rest", "they", "them")
-            warnings.warn(
-                f"chosen on few source models: {shown}; {its} on fewer than {FEW_MODELS} "
-                f"scores, so {they} may only look informative: exclude {it} (--exclude) "
-                f"unless you mean to run {it}", DataWarning, stacklevel=3)
-
     def select(
         self,
         k: int | None = None,
@@ -380,106 +331,9 @@ class GaussianModel:
         -------
         Selection
         """
-        self._check_fitted()
-        if objective not in OBJECTIVES:
-            raise ValueError(
-                f"objective must be one of {', '.join(OBJECTIVES)}; got {objective!r}"
-            )
-        scores = self.scores_
-        include = [include] if isinstance(include, str) else list(include)
-        exclude = [exclude] if isinstance(exclude, str) else list(exclude)
-        left_out = [name for name in include if name in self.dropped_items_]
-        if left_out:
-            raise ValueError(
-                f"cannot include {_short_list(left_out)}: left out of the model "
-                "(no observed score, or constant)"
-            )
-        clash = [name for name in include if name in set(exclude)]
-        if clash:
-            raise ValueError(f"{_short_list(clash)}: both included and excluded; drop it from "
-                             "one of the two")
-        aggregates = {}
-        if not keep_aggregates:
-
-            aggregates = {name: why for name, why in
-                          aggregate_columns(scores.values, scores.items).items()
-                          if name not in include and name not in exclude}
-            if aggregates:
-                warnings.warn(
-                    "left out of the choice, as aggregates of the other benchmarks that no "
-                    "new model can be run on (still predicted): "
-                    + "; ".join(f"{name!r} ({why})" for name, why in aggregates.items())
-                    + "; keep_aggregates=True (select/plan --keep-aggregates) allows them",
-                    DataWarning, stacklevel=2)
-            exclude = exclude + list(aggregates)
-        inc = scores.item_indices(include, "included benchmark")
-        exc = scores.item_indices(self._known(exclude, "exclusions"), "excluded benchmark")
-        cost_array = None
-        if isinstance(costs, Mapping):
-            known = {name: costs[name] for name in self._known(costs, "costs")}
-            unknown = [name for name in known if name not in set(self.items_)]
-            if unknown:
-                raise ValueError(
-                    f"costs name unknown benchmark(s) {_short_list(unknown)}; valid names are: "
-                    f"{_short_list(self.items_, limit=60)}"
-                )
-            cost_array = scores.with_costs(known).costs
-        elif costs is not None:
-            cost_array = scores.with_costs(np.asarray(costs, dtype=float)).costs
-        elif scores.costs is not None:
-            cost_array = scores.costs
-        auto = isinstance(k, str) and k == "auto"
-        if auto and objective != "mi":
-            raise ValueError("k='auto' stops at the first non-positive MI gain; it needs "
-                             f"objective='mi' (got {objective!r})")
-        # A factor model selects from its factors: nothing N x N (selection.lowrank).
-        sigma = working_covariance(self.estimate_)
-        result: GreedyResult = run_greedy(
-            sigma,
-            None if auto else k,
-            objective=objective,
-            include=list(inc),
-            exclude=list(exc),
-            costs=cost_array,
-            budget=budget,
-            target_residual=target_residual,
-            seed=seed,
-            stop_at_nonpositive=auto,
-        )
-        if budget is not None and not len(result.indices):
-            allowed = np.setdiff1d(np.arange(len(self.items_)), exc)
-            cheapest = float(np.min(cost_array[allowed])) if allowed.size else float("nan")
-            warnings.warn(
-                f"nothing selected: the budget {budget:g} is below the cost of every "
-                f"selectable benchmark (the cheapest costs {cheapest:g}); raise the budget to "
-                f"at least {cheapest:g}", DataWarning, stacklevel=2)
-        if objective == "mi" and np.any(result.gains <= 0):
-            first = int(np.flatnonzero(result.gains <= 0)[0]) + 1
-            warnings.warn(
-                f"the MI gain is not positive from pick {first} on: mutual information is not "
-                "monotone, and past that point more benchmarks lower it; k='auto' (-k auto) "
-                f"stops before it, at {first - 1}",
-                DataWarning,
-                stacklevel=2,
-            )
-        self._warn_few_models(result.indices, objective)
-        certificate = _certificate(sigma, result, objective, budget, include=list(inc),
-                                   exclude=list(exc))
-        if "oracle_best" in certificate:
-            certificate["oracle_best"] = [self.items_[j] for j in certificate["oracle_best"]]
-        return Selection(
-            certificate=certificate,
-            items=[self.items_[j] for j in result.indices],
-            indices=result.indices,
-            gains=result.gains,
-            residual_variance=result.residual_variance,
-            objective=objective,
-            covariance=self.estimate_.method,
-            strategy=result.strategy,
-            cost=result.cost,
-            stopped_by=result.stopped_by,
-            aggregates=aggregates,
-        )
+        return select_items(self, k, objective=objective, include=include, exclude=exclude,
+                            costs=costs, budget=budget, target_residual=target_residual,
+                            seed=seed, keep_aggregates=keep_aggregates)
 
     def _known(self, names, what: str) -> list[str]:
         """``names`` without the items left out at fit time (warning about them)."""
@@ -715,25 +569,8 @@ class GaussianModel:
             self._calibrator = GaussianCalibrator(
                 self._z, covariance=covariance, ridge=self.ridge, floor=self.floor,
                 max_iter=self.max_iter, tol=self.tol, shrinkage=self.shrinkage, start=start,
-                shared=self._shared_fits(), **fixed)
+                shared=shared_fits(self), **fixed)
         return self._calibrator
-
-    def _fits_are_autos(self) -> bool:
-        """Whether this model fits as ``auto``'s completion methods fit (the raw
-        scores standardized, the default estimator and options): then a fit of
-        the same rows is the same fit. Not for the factor model, whose splits
-        keep the full fit's rank."""
-        defaults = type(self)()
-        same = all(getattr(self, name) == getattr(defaults, name)
-                   for name in ("covariance", "floor", "max_iter", "tol", "shrinkage"))
-        return (same and self.transform_.name == "none"
-                and not hasattr(self.estimate_, "factors"))
-
-    def _shared_fits(self):
-        """``(scores, FitStore)`` when the calibration's splits can be ``auto``'s fits
-        (:class:`~benchsel.models.calibrator.GaussianCalibrator`'s ``shared``),
-        else None."""
-        return (self.scores_.values, self.auto_memo.fits) if self._fits_are_autos() else None
 
     def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
         """Per row and item, the conditional mean's correction in model units.
@@ -827,77 +664,20 @@ class GaussianModel:
         pattern only completes the new rows. Plans call this for their
         selection and store the result.
         """
-        self._check_fitted()
-        pattern = np.zeros(len(self.items_), dtype=bool)
-        pattern[self.scores_.item_indices(self._known(given, "given benchmarks"),
-                                          "benchmark")] = True
-        if not pattern.any():
-            return
-        measures = self.calibration != "none" and measures_frontier(self._z)
-        if self.calibration != "none":  # the Gaussian's own calibration, kept for predict
-            self._calibrate(np.where(pattern, 0.0, np.nan)[None, :], 0.9)
-        if measures:  # and its shift for a model at the top of the sources
-            self._gaussian_frontier_shift(pattern)
-        if self.transform_.name != "none":  # auto is the Gaussian there
-            return
-        x = np.where(pattern, np.nanmean(self.scores_.values, axis=0), np.nan)[None, :]
-        cache = CompletionCache()
-        # One new model inside the range, one beyond it.
-        choices = choose_for_new_models(self.scores_.values, pattern, [0.0, np.inf],
-                                        cache=cache, memo=self.auto_memo)
-        for method in dict.fromkeys(c.method for c in choices):
-            if method != "gaussian":
-                calibrate_completion(self, x, method, 0.9, cache)
-                if measures:  # the shift a model at the top of the sources gets
-                    method_frontier_shift(self, pattern, method, cache)
+        prepare(self, given)
 
     @property
     def auto_memo(self):
         """``auto``'s decisions so far (:class:`~benchsel.prediction.memo.AutoMemo`)."""
         self._check_fitted()
         if self._auto_memo is None:
-            self._auto_memo = AutoMemo()
-            shipped = shipped_fits(self.scores_)  # a bundled board's fits, made once
-            if shipped is not None:
-                self._auto_memo.fits = shipped
-            self._adopt_own_fit(self._auto_memo.fits)
-            self._share_board_options(self._auto_memo.fits)
+            self._auto_memo = new_memo(self)
         return self._auto_memo
-
-    def _share_board_options(self, store) -> None:
-        """Where this model's fit of its board is a factor model, every factor fit of
-        ``store`` keeps its rank and prior (a fold choosing them again costs eight
-        fits), and where that is because the board is too wide for EM, every fit of
-        its rows is a factor model (:attr:`~benchsel.prediction.fits.FitStore.board_covariance`)."""
-        if not hasattr(self.estimate_, "factors"):
-            return
-
-        store.factor_options = {"rank": self.estimate_.rank, "prior": self.estimate_.prior}
-        if new_row_covariance(self.scores_.values) == "factor":
-            store.board_covariance = "factor"
-
-    def _adopt_own_fit(self, store) -> None:
-        """Give ``store`` this model's fit of its board where ``auto``'s completion
-        methods would make the same one (:func:`~benchsel.prediction.fits.new_row_covariance`):
-        ``em-shrink`` under the default options and no transform, the same EM on
-        the same standardized scores (they agree to rounding; on MERGED, where EM
-        stops at its cap, to 1e-6). One EM fit fewer on a board's first
-        prediction."""
-        values = self.scores_.values
-        if (not self._fits_are_autos() or self.estimate_.method != "em-shrink"
-                or new_row_covariance(values) != "em-shrink"):
-            return
-        std = self.standardizer_
-        prior = column_prior(values)
-        store.adopt(values, "em-shrink", GaussianFit.from_arrays({
-            "std_mean": std.mean, "std_scale": std.scale, "std_constant": std.constant,
-            "fallback_mean": prior[0], "fallback_std": prior[1],
-            "mean": self.estimate_.mean, "covariance": self.estimate_.covariance}))
 
     @auto_memo.setter
     def auto_memo(self, memo) -> None:
         self._check_fitted()
-        self._share_board_options(memo.fits)
+        share_board_options(self, memo.fits)
         self._auto_memo = memo
 
     def extrapolation(self, observed) -> list[dict]:
