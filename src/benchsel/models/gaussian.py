@@ -11,23 +11,20 @@ from .. import names
 from .._linalg import cholesky
 from .._parallel import one_blas_thread
 from .._patterns import unique_rows
-from ..bounds import clip_to_bounds, resolve_bounds, truncated_interval, truncated_std
+from ..bounds import resolve_bounds
 from ..calibration import (
     FRONTIER_APPLY_FRACTION,
     fit_calibration,
     frontier_rows,
-    limit_spread,
     measures_frontier,
     spread_limit,
     unknown_calibration,
 )
 from ..exceptions import NotFittedError
-from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
     COVARIANCE_METHODS,
     estimate_covariance,
     fit_standardizer,
-    working_covariance,
 )
 from ..gaussian.extrapolation import TrainingRange
 from ..matrix import DataWarning, ScoreMatrix, Standardizer, _short_list
@@ -36,6 +33,7 @@ from ..sources import as_scores
 from ..transforms import TRANSFORMS, ScoreTransform, make_transform
 from .auto import new_memo, prepare, share_board_options, shared_fits
 from .calibrator import GaussianCalibrator
+from .conditional import noise_variances, predict_conditional
 from .results import Prediction, Selection
 from .routing import (
     calibration_records,
@@ -439,7 +437,7 @@ class GaussianModel:
                 + ("as the Gaussian's unconditional mean" if method == "gaussian"
                    else "as the source models' mean"),
                 DataWarning, stacklevel=2)
-        noise = self._noise(observed_std, x, method)
+        noise = noise_variances(self, observed_std, x, method)
         if method not in ("gaussian", "auto") and transform.name != "none":
             raise ValueError(f"method {method!r} works on raw scores; use it without a transform")
         extrapolation = self.extrapolation(x)
@@ -449,8 +447,8 @@ class GaussianModel:
             # calibration refits the covariance on five splits of the sources, which a
             # row that auto or ``method`` predicts otherwise never needs.
             picked = np.arange(len(models))[rows]
-            return self._predict_gaussian(
-                [models[r] for r in picked], x[picked], level,
+            return predict_conditional(
+                self, [models[r] for r in picked], x[picked], level,
                 None if noise is None else noise[picked], [extrapolation[r] for r in picked])
 
         if method == "gaussian":
@@ -458,67 +456,6 @@ class GaussianModel:
         if method == "auto":
             return predict_auto(self, models, x, gaussian, extrapolation, level)
         return predict_by_completion(self, models, x, gaussian, method, extrapolation, level)
-
-    def _predict_gaussian(self, models: list, x: np.ndarray, level: float,
-                          noise: np.ndarray | None, extrapolation: list) -> Prediction:
-        """The Gaussian conditional's prediction of rows ``x`` (original units), with its
-        frontier correction, calibrated interval and score bounds."""
-        std, transform = self.standardizer_, self.transform_
-        z = std.transform(transform.forward(x))
-        mu_z, var_z = conditional_moments(
-            z, self.estimate_.mean, working_covariance(self.estimate_), ridge=self.ridge,
-            noise=noise)
-        shift = self._frontier_correction(z, var_z)
-        mu_z = mu_z + shift
-        center = std.inverse(mu_z)
-        calibration = self._calibrate(z, level)
-        for record, moved in zip(calibration, (shift != 0).any(axis=1)):
-            record["frontier_shift"] = bool(moved)
-        factor = np.array([c["multiplier"] for c in calibration])[:, None]
-        # A cell measured with noise keeps its own error: calibration is of
-        # predictions of items not run.
-        factor = np.where(np.isnan(x), factor, 1.0)
-        spread, limited = limit_spread(np.sqrt(var_z) * std.scale * factor,
-                                       self._spread_limit(level), np.isnan(x))
-        # Cells measured with noise are predicted like the unobserved ones.
-        observed = ~np.isnan(x) if noise is None else ~np.isnan(x) & (noise == 0)
-        if transform.name == "none":
-            mean, low, high = truncated_interval(
-                np.where(observed, x, center), spread, observed, *self.bounds_, level,
-                center_std=np.sqrt(var_z) * std.scale)
-            reported = np.where(observed, spread, truncated_std(center, spread, *self.bounds_))
-        else:
-            from scipy.special import ndtri  # here: `select` never needs it
-
-            # The transform is monotone: interval ends map through it (and
-            # its range keeps them near the bounds); the standard deviation
-            # by the delta method at the centre.
-            half = ndtri(0.5 + level / 2) * spread
-            mean, low, high = clip_to_bounds(
-                [
-                    np.where(observed, x, transform.inverse(center)),
-                    np.where(observed, x, transform.inverse(center - half)),
-                    np.where(observed, x, transform.inverse(center + half)),
-                ],
-                observed,
-                *self.bounds_,
-            )
-            # No distribution inside the bounds spreads more than half their width.
-            reported = np.minimum(spread * transform.slope(center),
-                                  (self.bounds_[1] - self.bounds_[0]) / 2)
-        return Prediction(
-            calibration=calibration,
-            extrapolation=extrapolation,
-            models=models,
-            items=list(self.items_),
-            mean=mean,
-            std=reported,
-            low=low,
-            high=high,
-            observed=observed,
-            level=float(level),
-            limited=limited,
-        )
 
     def _spread_limit(self, level: float) -> np.ndarray:
         """Per item, the widest standard deviation a prediction may have, in the units
@@ -572,26 +509,6 @@ class GaussianModel:
                 shared=shared_fits(self), **fixed)
         return self._calibrator
 
-    def _frontier_correction(self, z: np.ndarray, var_z: np.ndarray) -> np.ndarray:
-        """Per row and item, the conditional mean's correction in model units.
-
-        Rows at the frontier of the training models (:meth:`_frontier_rows`)
-        are moved by the bias the frontier split of the calibrator measured
-        (:meth:`GaussianCalibrator.frontier_shift`), times their own
-        conditional standard deviation; other rows, and every row when
-        calibration is off, by 0.
-        """
-        out = np.zeros_like(z)
-        top = self._frontier_rows(z)
-        if not top.any():
-            return out
-        patterns, inverse = unique_rows(~np.isnan(z[top]))
-        rows = np.flatnonzero(top)
-        for g, pattern in enumerate(patterns):
-            members = rows[inverse == g]
-            out[members] = self._gaussian_frontier_shift(pattern) * np.sqrt(var_z[members])
-        return out
-
     def _gaussian_frontier_shift(self, pattern: np.ndarray) -> np.ndarray:
         """The calibrator's frontier shift for ``pattern``, kept with auto's decisions
         (and so in a plan): measuring it refits the covariance on the sources' split."""
@@ -612,22 +529,6 @@ class GaussianModel:
         return calibration_records(
             self, self._z, z, calibrate,
             unknown=lambda: unknown_calibration(self.scores_.values, level))
-
-    def _noise(self, observed_std, x: np.ndarray, method: str) -> np.ndarray | None:
-        """Measurement variances in standardized units, or None when every score is exact."""
-        if observed_std is None:
-            return None
-        if method != "gaussian" or self.transform_.name != "none":
-            raise ValueError("observed_std works with the gaussian method and no transform")
-        sd = np.asarray(observed_std, dtype=float)
-        if sd.shape != x.shape:
-            raise ValueError(f"observed_std must have shape {x.shape} (new models x the "
-                             f"model's items); got {sd.shape}")
-        sd = np.where(np.isnan(x), 0.0, sd)
-        if not (np.all(np.isfinite(sd)) and np.all(sd >= 0)):
-            raise ValueError("observed_std must be finite and non-negative where scores are "
-                             "observed")
-        return (sd / self.standardizer_.scale) ** 2
 
     def benchmarks_needed(self, explained: float = 0.9, *, objective: str = "mi",
                           keep_aggregates: bool = False) -> int:
