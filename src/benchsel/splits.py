@@ -7,12 +7,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import names
-from .matrix import model_strength
+from .matrix import MIN_MODELS, model_strength
 
 __all__ = [
+    "FRONTIER_FRACTION",
+    "FRONTIER_MIN_TARGETS",
+    "frontier_size",
     "Fold", "SPLITTERS", "completion_masks", "dated_split", "frontier_split", "kfold_with_holdout",
     "model_strength", "paper_kfold", "random_split", "strength_split",
 ]
+
+#: The frontier: the strongest 10% of the models, at least 5 (:func:`frontier_size`):
+#: the ``frontier`` protocols' targets, the held-out set of the Gaussian's frontier
+#: shift, and each tail of ``auto``'s choice for a model beyond the sources.
+FRONTIER_FRACTION = 0.1
+FRONTIER_MIN_TARGETS = 5
 
 #: Fold rules of :func:`~benchsel.evaluation.cross_validate`: benchsel's
 #: (:func:`kfold_with_holdout`) and the paper's published one (:func:`paper_kfold`).
@@ -151,13 +160,21 @@ def strength_split(
     order = np.argsort(_strength(values, strength), kind="stable")
     n_train = int(np.floor(train_fraction * m))
     n_test = int(np.floor(test_fraction * m))
-    if n_train < 3 or n_test < 1:
+    if n_train < MIN_MODELS or n_test < 1:
         raise ValueError(f"{m} models are too few for a {train_fraction:g}/{test_fraction:g} split")
     return Fold(0, np.sort(order[:n_train]), np.sort(order[m - n_test:]))
 
 
+def frontier_size(n_models: int, fraction: float = FRONTIER_FRACTION,
+                  min_targets: int = FRONTIER_MIN_TARGETS) -> int:
+    """How many of ``n_models`` models the frontier holds: the strongest ``fraction``,
+    at least ``min_targets``."""
+    return max(int(min_targets), int(np.floor(fraction * n_models)))
+
+
 def frontier_split(
-    values: np.ndarray, fraction: float = 0.1, min_targets: int = 5, strength=None
+    values: np.ndarray, fraction: float = FRONTIER_FRACTION,
+    min_targets: int = FRONTIER_MIN_TARGETS, strength=None
 ) -> Fold:
     """The strongest models as targets, every other model as a source: the frontier.
 
@@ -170,8 +187,8 @@ def frontier_split(
     ----------
     values : ndarray (M, N)
         Scores, NaN for missing.
-    fraction : float in (0, 1), default 0.1
-    min_targets : int, default 5
+    fraction : float in (0, 1), default :data:`FRONTIER_FRACTION` (0.1)
+    min_targets : int, default :data:`FRONTIER_MIN_TARGETS` (5)
     strength : ndarray (M,), optional
         Each model's strength; by default :func:`model_strength` (the mean
         standardized observed score, which compares models run on different
@@ -184,11 +201,11 @@ def frontier_split(
     if not (isinstance(min_targets, int | np.integer) and min_targets >= 1):
         raise ValueError(f"min_targets must be a positive integer; got {min_targets!r}")
     m = values.shape[0]
-    n_test = max(int(min_targets), int(np.floor(fraction * m)))
-    if m - n_test < 3:
+    n_test = frontier_size(m, fraction, min_targets)
+    if m - n_test < MIN_MODELS:
         raise ValueError(
             f"{m} models are too few for a frontier split: {n_test} targets leave "
-            f"{m - n_test} source(s); need at least 3"
+            f"{m - n_test} source(s); need at least {MIN_MODELS}"
         )
     order = np.argsort(_strength(values, strength), kind="stable")
     return Fold(0, np.sort(order[:m - n_test]), np.sort(order[m - n_test:]))

@@ -78,7 +78,7 @@ from .regimes import (
     range_excess,
     regime_excess,
 )
-from .splits import MAX_MODELS, MIN_MODELS, calibration_splits
+from .splits import MAX_MODELS, MIN_CALIBRATION_MODELS, calibration_splits
 from .spread import limit_spread, spread_limit
 
 __all__ = [
@@ -86,7 +86,7 @@ __all__ = [
     "FRONTIER_FRACTION",
     "MAX_MODELS",
     "MIN_CELLS",
-    "MIN_MODELS",
+    "MIN_CALIBRATION_MODELS",
     "Calibration",
     "calibration_splits",
     "clear_column_bias",

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._patterns import unique_rows
 from ..matrix import FEW_MODELS
+from ..splits import FRONTIER_FRACTION
 from .conformal import MIN_CELLS
 
 __all__ = [
@@ -54,9 +55,6 @@ def outside_range(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Whether each row's strength lies beyond every reference row's on the same items."""
     return range_excess(reference, rows) > 0
 
-
-#: Share of the source models whose held-out predictions measure the frontier's bias.
-FRONTIER_FRACTION = 0.1
 
 #: A new model is moved by the frontier shift when its mean given score is at least
 #: the ``1 - FRONTIER_APPLY_FRACTION`` quantile of the sources'. The shift is measured

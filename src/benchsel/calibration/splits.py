@@ -6,10 +6,10 @@ import numpy as np
 
 from ..splits import Fold, strength_split
 
-__all__ = ["MAX_MODELS", "MIN_MODELS", "calibration_splits"]
+__all__ = ["MAX_MODELS", "MIN_CALIBRATION_MODELS", "calibration_splits"]
 
 #: Fewest source models for calibration; below it intervals stay uncalibrated.
-MIN_MODELS = 10
+MIN_CALIBRATION_MODELS = 10
 #: Calibration splits are drawn from at most this many source models (a seeded subsample).
 MAX_MODELS = 2000
 
@@ -23,7 +23,7 @@ def calibration_splits(
     the weakest half and hold out the strongest 30%, and fit on the strongest
     half and hold out the weakest 30% (strength as in
     :func:`~benchsel.matrix.model_strength`). Returns no split for fewer than
-    :data:`MIN_MODELS` models.
+    :data:`MIN_CALIBRATION_MODELS` models.
 
     With more than ``max_models`` models the splits are made within a
     random subsample of that many (``None``: all). Every split refits the
@@ -34,7 +34,7 @@ def calibration_splits(
     """
     values = np.asarray(values, dtype=float)
     has_row = ~np.isnan(values).all(axis=1)
-    if has_row.sum() < MIN_MODELS:
+    if has_row.sum() < MIN_CALIBRATION_MODELS:
         return []
     rows = np.flatnonzero(has_row)
     rng = np.random.default_rng(seed)

@@ -59,6 +59,8 @@ from ..prediction.registry import COMPLETERS
 from ..selection.greedy import OBJECTIVES, run_greedy
 from ..sources import as_scores
 from ..splits import (
+    FRONTIER_FRACTION,
+    FRONTIER_MIN_TARGETS,
     SPLITTERS,
     Fold,
     dated_split,
@@ -838,8 +840,8 @@ def frontier(
     *,
     objectives: tuple[str, ...] = ("mi", "entropy", "random"),
     k_max: int = 15,
-    fraction: float = 0.1,
-    min_targets: int = 5,
+    fraction: float = FRONTIER_FRACTION,
+    min_targets: int = FRONTIER_MIN_TARGETS,
     covariance: str = "auto",
     ridge: float = 1e-2,
     clip: float = 10.0,

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import MIN_MODELS
+from ..calibration import MIN_CALIBRATION_MODELS
 from ..matrix import model_strength
-from ..splits import completion_masks
+from ..splits import completion_masks, frontier_size
 
 
 def _usable_rows(observed: np.ndarray, given: np.ndarray) -> np.ndarray:
     """Models that can play a new model run on ``given``: they have a given item and another."""
     return np.flatnonzero((observed & given).any(axis=1) & (observed & ~given).any(axis=1))
-
-
-#: Share of the models in each tail of the ``near`` choice (at least
-#: :data:`NEAR_TAIL_MIN`): the size of the frontier split.
-NEAR_TAIL = 0.1
-NEAR_TAIL_MIN = 5
 
 
 def _tails(values: np.ndarray, given: np.ndarray) -> tuple:
@@ -46,9 +40,9 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
     strongest half with the weakest 30%; the 30% are held out, and those of
     them that have a given item and another hide everything but their given
     cells. Returns ``(matrix, held, hidden)`` triples, the rows in the
-    models' order; [] below :data:`~benchsel.calibration.MIN_MODELS` models.
+    models' order; [] below :data:`~benchsel.calibration.MIN_CALIBRATION_MODELS` models.
     """
-    if values.shape[0] < MIN_MODELS:
+    if values.shape[0] < MIN_CALIBRATION_MODELS:
         return []
     observed = ~np.isnan(values)
     order, strongest, weakest = _tails(values, given)
@@ -62,10 +56,6 @@ def _strength_splits(values: np.ndarray, given: np.ndarray) -> list[tuple]:
         hidden[rows] = observed[keep][rows] & ~given
         out.append((values[keep], np.isin(keep, held), hidden))
     return out
-
-
-def _near_tail(n_models: int) -> int:
-    return max(NEAR_TAIL_MIN, int(NEAR_TAIL * n_models))
 
 
 def _far_tail(n_models: int) -> int:
@@ -93,7 +83,7 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
         ``held``, boolean of shape (M,); ``hidden``, boolean of the shape of
         ``values``. [] when too few models can hide cells: fewer than
         ``folds`` for ``random``, fewer than
-        :data:`~benchsel.calibration.MIN_MODELS` models for ``near``.
+        :data:`~benchsel.calibration.MIN_CALIBRATION_MODELS` models for ``near``.
     """
     n_models = values.shape[0]
     observed = ~np.isnan(values)
@@ -104,10 +94,10 @@ def choice_folds(values: np.ndarray, given: np.ndarray, split: str, folds: int =
             return []
         parts = np.array_split(np.random.default_rng(seed).permutation(n_models), folds)
     else:
-        if n_models < MIN_MODELS:
+        if n_models < MIN_CALIBRATION_MODELS:
             return []
         order = np.argsort(model_strength(values), kind="stable")
-        tail = _near_tail(n_models)
+        tail = frontier_size(n_models)  # each tail is the size of the frontier
         parts = [order[n_models - tail:], order[:tail]]
     out = []
     for part in parts:
