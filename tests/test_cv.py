@@ -706,3 +706,35 @@ def test_paper_sets_the_papers_whole_protocol(capsys):
         with pytest.raises(SystemExit) as exit_:
             main(["evaluate", "mteb", "--paper", *flags, "--quiet"])
         assert exit_.value.code == 2
+
+
+def test_every_protocol_is_cross_validate_with_a_splitter():
+    """cross_validate(scores, cv=splitter): the named protocols are that, to the digit."""
+    from benchsel.evaluation import Dated, Extrapolation, Frontier, KFold, PaperKFold
+
+    board = load_dataset("helm_lite")
+    common = dict(objectives=("mi", "random"), k_max=3, predictor="gaussian", calibrate=False)
+
+    def same(a, b):
+        assert (a.protocol, a.folds, a.holdout, a.splitter) == \
+            (b.protocol, b.folds, b.holdout, b.splitter)
+        for obj in common["objectives"]:
+            np.testing.assert_array_equal(a.r2[obj], b.r2[obj])
+            assert a.orders[obj] == b.orders[obj]
+
+    same(cross_validate(board, cv=KFold(folds=5, seed=3), seed=3, **common),
+         cross_validate(board, folds=5, seed=3, **common))
+    same(cross_validate(board, cv=PaperKFold(folds=5, seed=3), seed=3, **common),
+         cross_validate(board, folds=5, seed=3, splitter="paper", **common))
+    same(cross_validate(board, cv=Extrapolation(0.6, 0.3), **common),
+         extrapolate(board, train_fraction=0.6, test_fraction=0.3, **common))
+    same(cross_validate(board, cv=Frontier(min_targets=6), **common),
+         frontier(board, min_targets=6, **common))
+    order = {m: i for i, m in enumerate(board.models)}
+    same(cross_validate(board, cv=Dated(order, 20), **common), dated(board, order, 20, **common))
+    with pytest.raises(ValueError, match="with cv= give them to it"):
+        cross_validate(board, cv=Frontier(), folds=5)
+    with pytest.raises(ValueError, match="cv must be a splitter"):
+        cross_validate(board, cv=5)
+    with pytest.raises(ValueError, match="give paper or cv, not both"):
+        cross_validate(board, cv=KFold(), paper=True)

@@ -32,8 +32,15 @@ from .metrics import (
     r2_against_zero,
 )
 from .oracle import OracleResult, OracleRow, oracle_subsets
+from .splitters import Dated, Extrapolation, Frontier, KFold, PaperKFold, Splits
 
 __all__ = [
+    "Dated",
+    "Extrapolation",
+    "Frontier",
+    "KFold",
+    "PaperKFold",
+    "Splits",
     "SCORINGS",
     "CVResult",
     "CVRow",

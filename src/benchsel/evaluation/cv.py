@@ -51,7 +51,6 @@ from ..calibration import (
 from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import estimate_covariance, fit_standardizer
-from ..inputs import model_order_keys
 from ..matrix import DataWarning, ScoreMatrix
 from ..models import GaussianModel
 from ..models.calibrator import GaussianCalibrator
@@ -63,11 +62,6 @@ from ..splits import (
     FRONTIER_MIN_TARGETS,
     SPLITTERS,
     Fold,
-    dated_split,
-    frontier_split,
-    kfold_with_holdout,
-    paper_kfold,
-    strength_split,
 )
 from ..transforms import make_transform
 from .metrics import (
@@ -79,6 +73,7 @@ from .metrics import (
     nogueira_stability,
     r2_against_zero,
 )
+from .splitters import Dated, Extrapolation, Frontier, KFold, PaperKFold
 
 __all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "frontier", "paper_protocol",
            "SCORINGS"]
@@ -645,8 +640,9 @@ def cross_validate(
     splitter: str = "default",
     keep_aggregates: bool = False,
     paper: bool = False,
+    cv=None,
 ) -> CVResult:
-    """K-fold cross-validation of selection + Gaussian imputation over models.
+    """Cross-validation of selection + prediction over models, by any splitter.
 
     Parameters
     ----------
@@ -728,27 +724,45 @@ def cross_validate(
         ``covariance="paper"``, ``scoring="paper"``, ``splitter="paper"``,
         ``predictor="gaussian"``, ``seed=42``): Table 4 as its published code
         runs it. Any of those arguments given otherwise is an error.
+    cv : splitter, optional
+        How the models are split (:mod:`benchsel.evaluation.splitters`):
+        :class:`~benchsel.evaluation.splitters.KFold` (the default, from
+        ``folds``, ``holdout`` and ``seed``),
+        :class:`~benchsel.evaluation.splitters.PaperKFold` (``splitter="paper"``),
+        or one split: :class:`~benchsel.evaluation.splitters.Extrapolation`,
+        :class:`~benchsel.evaluation.splitters.Frontier`,
+        :class:`~benchsel.evaluation.splitters.Dated`. Given, it carries its
+        own settings (``folds``, ``holdout`` and ``splitter`` stay at their
+        defaults), and ``seed`` seeds only the random objective's orders.
 
     Returns
     -------
     CVResult
     """
+    given = as_scores(scores)
     if paper:
+        if cv is not None:
+            raise ValueError("paper=True is the paper's splitter (PaperKFold(seed=42)); give "
+                             "paper or cv, not both")
         covariance, scoring, splitter, predictor, seed = paper_protocol(
             covariance=covariance, scoring=scoring, splitter=splitter, predictor=predictor,
             seed=seed)
-    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
-    if splitter not in SPLITTERS:
-        raise ValueError(f"splitter must be one of {', '.join(SPLITTERS)}; got {splitter!r}")
-    order_seeds = None
-    if splitter == "paper":
-        splits = paper_kfold(scores.n_models, folds, holdout, seed)
-        order_seeds = [(seed + 7, f.index, int(holdout * 10000)) for f in splits]
-    else:
-        splits = kfold_with_holdout(scores.n_models, folds, holdout, seed)
-    return _evaluate(scores, splits, "cv", holdout, objectives, k_max, covariance, ridge,
-                     clip, level, seed, n_jobs, backend, progress, transform, scoring,
-                     calibrate, predictor, splitter, order_seeds, keep_aggregates)
+    if cv is None:
+        if splitter not in SPLITTERS:
+            raise ValueError(f"splitter must be one of {', '.join(SPLITTERS)}; got {splitter!r}")
+        cv = (PaperKFold if splitter == "paper" else KFold)(folds, holdout, seed)
+    elif (folds, holdout, splitter) != (10, 0.1, "default"):
+        raise ValueError("folds, holdout and splitter set the default splitter; with cv= "
+                         "give them to it (e.g. cv=KFold(folds=5, holdout=0.2))")
+    elif not callable(getattr(cv, "split", None)):
+        raise ValueError(f"cv must be a splitter of benchsel.evaluation.splitters (KFold, "
+                         f"PaperKFold, Extrapolation, Frontier, Dated); got {cv!r}")
+    scores = _check_common(given, objectives, k_max, scoring, predictor, transform)
+    splits = cv.split(scores, given)
+    return _evaluate(scores, splits.folds, cv.protocol, splits.held, objectives, k_max,
+                     covariance, ridge, clip, level, seed, n_jobs, backend, progress,
+                     transform, scoring, calibrate, predictor, cv.splitter,
+                     splits.order_seeds, keep_aggregates)
 
 
 def extrapolate(
@@ -780,12 +794,11 @@ def extrapolate(
     ``scoring``, ``calibrate``, ``predictor`` and ``keep_aggregates`` are as in
     :func:`cross_validate`.
     """
-    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
-    split = strength_split(scores.values, train_fraction, test_fraction)
-    return _evaluate(scores, [split], "extrapolation", 1 - train_fraction, objectives, k_max,
-                     covariance, ridge, clip, level, seed, 1, transform=transform,
-                     scoring=scoring, calibrate=calibrate, predictor=predictor,
-                     keep_aggregates=keep_aggregates)
+    return cross_validate(scores, cv=Extrapolation(train_fraction, test_fraction),
+                          objectives=objectives, k_max=k_max, covariance=covariance,
+                          ridge=ridge, clip=clip, level=level, seed=seed, transform=transform,
+                          scoring=scoring, calibrate=calibrate, predictor=predictor,
+                          keep_aggregates=keep_aggregates)
 
 
 def dated(
@@ -824,15 +837,11 @@ def dated(
 
     The other arguments are as in :func:`cross_validate`.
     """
-    given = as_scores(scores)
-    keys, cut = model_order_keys(given.models, order, before)  # before a row is dropped
-    by_model = dict(zip(given.models, keys))
-    scores = _check_common(given, objectives, k_max, scoring, predictor, transform)
-    split = dated_split(np.array([by_model[m] for m in scores.models]), cut)
-    return _evaluate(scores, [split], "dated", split.validation.size / scores.n_models,
-                     objectives, k_max, covariance, ridge, clip, level, seed, 1,
-                     transform=transform, scoring=scoring, calibrate=calibrate,
-                     predictor=predictor, keep_aggregates=keep_aggregates)
+    return cross_validate(scores, cv=Dated(order, before), objectives=objectives,
+                          k_max=k_max, covariance=covariance, ridge=ridge, clip=clip,
+                          level=level, seed=seed, transform=transform, scoring=scoring,
+                          calibrate=calibrate, predictor=predictor,
+                          keep_aggregates=keep_aggregates)
 
 
 def frontier(
@@ -863,8 +872,8 @@ def frontier(
     :func:`extrapolate`, no model is left out and the targets start where
     the sources stop. The other arguments are as in :func:`cross_validate`.
     """
-    scores = _check_common(scores, objectives, k_max, scoring, predictor, transform)
-    split = frontier_split(scores.values, fraction, min_targets)
-    return _evaluate(scores, [split], "frontier", fraction, objectives, k_max, covariance,
-                     ridge, clip, level, seed, 1, transform=transform, scoring=scoring,
-                     calibrate=calibrate, predictor=predictor, keep_aggregates=keep_aggregates)
+    return cross_validate(scores, cv=Frontier(fraction, min_targets), objectives=objectives,
+                          k_max=k_max, covariance=covariance, ridge=ridge, clip=clip,
+                          level=level, seed=seed, transform=transform, scoring=scoring,
+                          calibrate=calibrate, predictor=predictor,
+                          keep_aggregates=keep_aggregates)
