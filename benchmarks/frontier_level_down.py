@@ -5,7 +5,7 @@ Usage: python benchmarks/frontier_level_down.py [--boards open_llm_v2]
                                                 [--objectives mi,random] [--k-max 5]
                                                 [--data-dir DIR]
 
-The Gaussian's frontier shift (:meth:`benchsel.calibration.GaussianCalibrator.frontier_shift`)
+The Gaussian's frontier shift (:meth:`benchsel.models.GaussianCalibrator.frontier_shift`)
 is measured on the sources' own strongest 10%, predicted from a fit on the
 others, and added to a new model at the sources' frontier. A rule that
 decided *whether* to shift, from the sources alone, could only look one

@@ -52,9 +52,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 KNOWN_MIXED_FOLDERS: frozenset[str] = frozenset()
 
 #: Most imports of the package inside functions: each is there for start-up time
-#: alone (the parser before numpy, scikit-learn for question-level plans only,
-#: scipy.stats for select's --bootstrap and plan's budget); raise it only with
-#: such a reason.
+#: alone (the parser's --bounds type and the commands before numpy, _memory's
+#: _json for the parser, scikit-learn for question-level plans only, the
+#: evaluation and analyses packages for select --bootstrap and plan's budget);
+#: raise it only with such a reason.
 MAX_FUNCTION_IMPORTS = 9
 
 #: Longest source file the layering allows (issue 53).

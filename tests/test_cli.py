@@ -436,6 +436,18 @@ def test_predict_axis_models_is_the_dual(capsys, tmp_path):
     guess = np.array(list(preds.values()))
     mean_only = np.abs(truth - np.mean([HELM.values[HELM.models.index(m), j] for m in refs]))
     assert np.mean(np.abs(truth - guess)) < 0.7 * np.mean(mean_only)
+    # The table's items are the board's models, named or not, and say so.
+    named = tmp_path / "named.csv"
+    named.write_text("name," + ",".join(refs) + "\nMMLU-new,"
+                     + ",".join(repr(float(HELM.values[HELM.models.index(m), j])) for m in refs)
+                     + "\n")
+    for spec in (observed, str(named)):
+        code, out, err = run(capsys, "predict", path, "--axis", "models", "--observed", spec,
+                             "--method", "gaussian", "--quiet")
+        lines = out.splitlines()
+        assert code == 0, err
+        rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
+        assert code == 0 and lines[rule - 1].split()[0] == "model", lines[:rule]
 
 
 @pytest.mark.slow

@@ -201,6 +201,14 @@ def test_predict_conditions_on_noisy_scores_with_their_noise(capsys, tmp_path):
               "--method", "svd"])
     assert exit_.value.code == 2
     assert "only the Gaussian predictor models" in capsys.readouterr().err
+    assert main(["predict", "helm_lite", "--observed", observed, "--questions", "20",
+                 "-q"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "with their measurement noise (--questions)")
+    for bad in ("5,", "0", "GSM8K=x"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["predict", "helm_lite", "--observed", observed, "--questions", bad])
+        assert exit_.value.code == 2
 
 
 def test_compare_reads_lm_evals_standard_errors(lm_eval_runs, capsys):

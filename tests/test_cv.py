@@ -702,7 +702,7 @@ def test_paper_sets_the_papers_whole_protocol(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["splitter"] == "paper"
     assert out["fold_r2"]["mi"] == alone.to_dict()["fold_r2"]["mi"]
-    for flags in (["--protocol", "frontier"], ["--covariance", "em"]):
+    for flags in (["--protocol", "frontier"], ["--covariance", "em"], ["--predictor", "auto"]):
         with pytest.raises(SystemExit) as exit_:
             main(["evaluate", "mteb", "--paper", *flags, "--quiet"])
         assert exit_.value.code == 2
@@ -736,5 +736,8 @@ def test_every_protocol_is_cross_validate_with_a_splitter():
         cross_validate(board, cv=Frontier(), folds=5)
     with pytest.raises(ValueError, match="cv must be a splitter"):
         cross_validate(board, cv=5)
+    sklearn_kfold = pytest.importorskip("sklearn.model_selection").KFold(5)
+    with pytest.raises(ValueError, match="cv must be a splitter"):
+        cross_validate(board, cv=sklearn_kfold)
     with pytest.raises(ValueError, match="give paper or cv, not both"):
         cross_validate(board, cv=KFold(), paper=True)

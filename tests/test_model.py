@@ -252,3 +252,20 @@ def test_parameters_follow_scikit_learns_contract():
         model.set_params(ridgee=1.0)
     with pytest.raises(NotFittedError):
         model.predict({"a": 1.0})
+
+
+def test_warnings_about_unknown_names_point_at_the_callers_line():
+    # select's and prepare_auto's work moved into helpers (models/selecting.py,
+    # models/auto.py); their warnings still name the line that called them.
+    values = np.array([[1, 2, np.nan, 4.0], [2, 3, np.nan, 5], [3, 5, np.nan, 6],
+                       [4, 4, np.nan, 8], [5, 7, np.nan, 9]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GaussianModel().fit(ScoreMatrix(values, [f"m{i}" for i in range(5)],
+                                                ["a", "b", "c", "d"]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.select(1, exclude=["c"])
+        model.prepare_auto(["a", "c"])
+    ignoring = [w for w in caught if "ignoring 'c'" in str(w.message)]
+    assert len(ignoring) == 2 and all(w.filename == __file__ for w in ignoring)

@@ -58,9 +58,15 @@ def _questions(text: str) -> str:
     here (the names against the board later, by the library)."""
     if os.path.isfile(text):
         return text
-    for part in filter(None, (t.strip() for t in text.split(","))):
+    # As benchsel.observations.question_counts reads it: one count, or NAME=N pairs.
+    parts = filter(None, (t.strip() for t in text.split(","))) if "=" in text else [text]
+    for part in parts:
         name, _, value = part.rpartition("=")
-        if not value.strip().isdigit() or int(value) < 1:
+        try:
+            n = int(value.strip())
+        except ValueError:
+            n = 0
+        if n < 1:
             raise argparse.ArgumentTypeError(
                 f"{value.strip()!r} is not a positive whole number"
                 + (f" (the questions of {name.strip()!r})" if name else ""))

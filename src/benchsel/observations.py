@@ -27,7 +27,8 @@ from .lmeval import is_lm_eval_path, read_lm_eval, read_sample_scores
 from .matrix import DataWarning, ScoreMatrix, did_you_mean
 from .sources import as_scores
 
-__all__ = ["Observations", "observe", "observe_benchmarks", "observe_questions"]
+__all__ = ["Observations", "binomial_stderr", "observe", "observe_benchmarks",
+           "observe_questions", "question_counts", "split_stderr"]
 
 NEW_MODEL = "new model"  # the name of a model given as one mapping of scores
 
@@ -152,7 +153,6 @@ def observe_benchmarks(source, items: Sequence[str], *, quiet_partial: bool = Fa
 
 
 def _one_model(scores: Mapping) -> ScoreMatrix:
-
     checked = _as_scores(scores.items(), "observed scores")
     return ScoreMatrix([list(checked.values())], [NEW_MODEL], list(checked),
                        source="observed scores")

@@ -48,17 +48,15 @@ model beyond the range needs.
 
 Modules: :mod:`~benchsel.calibration.conformal` (the multipliers),
 :mod:`~benchsel.calibration.regimes` (inside or beyond the fitted range),
-:mod:`~benchsel.calibration.splits` (the held-out sets),
-:mod:`~benchsel.models.calibrator` (:class:`GaussianCalibrator`, the
-Gaussian conditional's residuals and frontier shift) and
-:mod:`~benchsel.coreset.calibrated` (:class:`Calibrated`, any
-question-level method). The last two are imported on first use (PEP 562):
-they import the Gaussian model and scikit-learn.
+:mod:`~benchsel.calibration.splits` (the held-out sets) and
+:mod:`~benchsel.calibration.spread` (the widest interval). The calibrators
+that use them sit with what they calibrate, a layer up:
+:class:`~benchsel.models.GaussianCalibrator` (the Gaussian conditional's
+residuals and frontier shift) and :class:`~benchsel.coreset.calibrated.Calibrated`
+(any question-level method).
 """
 
 from __future__ import annotations
-
-import importlib
 
 from .conformal import (
     MIN_CELLS,
@@ -101,19 +99,3 @@ __all__ = [
     "spread_limit",
     "unknown_calibration",
 ]
-
-#: Name -> the submodule that defines it, imported on first use.
-_LAZY = {
-    "GaussianCalibrator": "gaussian",
-    "Calibrated": "questions",
-    "CalibratedPrediction": "questions",
-}
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value

@@ -19,7 +19,6 @@ from ._render import _emit
 
 
 def cmd_spectrum(args) -> int:
-
     scores = _load(args)
     model = _fit(args, scores)
     spec = spectrum(model.estimate_.covariance, model.items_)
@@ -55,7 +54,6 @@ def cmd_spectrum(args) -> int:
 
 
 def cmd_discover(args) -> int:
-
     new = _names(args.new) if args.new else []
     progress = Progress("resamples", enabled=False if args.quiet else None)
     try:
@@ -100,7 +98,6 @@ def cmd_discover(args) -> int:
 
 
 def cmd_budget(args) -> int:
-
     if args.total is not None and args.total > MAX_TOTAL_QUESTIONS:
         raise UsageError(f"--total {args.total}: at most {MAX_TOTAL_QUESTIONS:,} questions "
                          "can be spread")
@@ -150,7 +147,6 @@ def cmd_budget(args) -> int:
 
 
 def cmd_audit(args) -> int:
-
     order = read_model_order(args.order) if args.order else None
     result = audit(_load(args), threshold=args.threshold, covariance=args.covariance,
                    order=order)
@@ -183,7 +179,6 @@ def cmd_audit(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-
     scores = _load(args)
     report = normality(scores, alpha=args.alpha)
     payload = report.to_dict()

@@ -18,7 +18,6 @@ from ._render import _emit
 
 
 def cmd_compare(args) -> int:
-
     if args.paired or args.lm_eval_task:
         return _compare_paired(args)
     if args.plan is not None:

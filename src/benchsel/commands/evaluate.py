@@ -22,15 +22,16 @@ from ._workers import _workers
 
 
 def cmd_evaluate(args) -> int:
-
     if args.paper:
         if args.protocol != "cv":
             raise UsageError(f"--paper is the paper's cv protocol; not --protocol {args.protocol}")
+        if args.predictor not in (None, "gaussian"):  # None: not given
+            raise UsageError(f"--paper predicts with --predictor gaussian; not {args.predictor}")
         try:
             (args.covariance, args.scoring, args.splitter, args.predictor,
              args.seed) = paper_protocol(covariance=args.covariance, scoring=args.scoring,
                                          splitter=args.splitter,
-                                         predictor=args.predictor or DEFAULT_PREDICTOR,
+                                         predictor=args.predictor,
                                          seed=args.seed)
         except ValueError as err:
             raise UsageError(f"--paper: {err}") from None

@@ -35,7 +35,8 @@ def cmd_predict(args) -> int:
     # A question-level plan lists every task, those run in full as observed.
     full_runs = level == "questions"
     payload = pred.to_dict(include_observed=full_runs)
-    text = pred.explain(include_observed=full_runs, noisy=bool(getattr(args, "questions", None)))
+    text = pred.explain(include_observed=full_runs,
+                        noisy="--questions" if getattr(args, "questions", None) else False)
     _emit(args, payload, text)
     return 0
 
@@ -57,14 +58,13 @@ def _prediction(args, scores: ScoreMatrix | None = None):
     with _as_flags(observed="--observed"):
         observed = observe_benchmarks(args.observed, model.items_)
     observed = _on_the_boards_scale(args, model, observed)
-    # auto's decisions for this board and pattern are kept between runs.
-
-    load_cached(model)
+    load_cached(model)  # auto's decisions for this board and pattern are kept between runs
     pred = model.predict(observed, level=args.coverage, method=args.method,
                          observed_std=_predict_noise(args, model, observed))
     save_cached(model)
-    if dual and pred.models == ["new model"]:
-        pred = dataclasses.replace(pred, models=["new benchmark"], item_kind="model")
+    if dual:  # the items are the board's models; an unnamed new row is a benchmark
+        pred = dataclasses.replace(pred, item_kind="model", models=[
+            "new benchmark" if pred.models == ["new model"] else m for m in pred.models])
     return pred, "benchmarks"
 
 

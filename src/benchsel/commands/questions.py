@@ -44,7 +44,6 @@ def cmd_coreset(args) -> int:
 
 
 def cmd_coreset_eval(args) -> int:
-
     progress = Progress("trials", enabled=False if args.quiet else None)
     try:
         with _workers(args) as fan_out:

@@ -73,7 +73,7 @@ from .metrics import (
     nogueira_stability,
     r2_against_zero,
 )
-from .splitters import Dated, Extrapolation, Frontier, KFold, PaperKFold
+from .splitters import Dated, Extrapolation, Frontier, KFold, PaperKFold, Splits
 
 __all__ = ["CVRow", "CVResult", "cross_validate", "extrapolate", "frontier", "paper_protocol",
            "SCORINGS"]
@@ -497,7 +497,6 @@ def _nanstd(a: np.ndarray) -> float:
 
 def _check_common(scores: ScoreMatrix, objectives, k_max, scoring="default",
                   predictor="gaussian", transform="none") -> ScoreMatrix:
-
     if predictor not in COMPLETERS:
         raise ValueError(f"predictor must be one of {', '.join(COMPLETERS)}; got {predictor!r}")
     if predictor != "gaussian" and transform != "none":
@@ -605,12 +604,12 @@ def _evaluate(
 def paper_protocol(**given) -> tuple:
     """The values of :data:`~benchsel.names.PAPER_PROTOCOL` for ``covariance``,
     ``scoring``, ``splitter``, ``predictor`` and ``seed``, in that order, after
-    checking that ``given`` (each at its default or at the paper's value) asks for
-    nothing else."""
+    checking that ``given`` (each at its default, at the paper's value or None for
+    not given) asks for nothing else."""
     defaults = {"covariance": "auto", "scoring": "default", "splitter": "default",
                 "predictor": names.DEFAULT_PREDICTOR, "seed": 0}
     clash = [f"{name}={value!r}" for name, value in given.items()
-             if value not in (defaults[name], names.PAPER_PROTOCOL[name])]
+             if value is not None and value not in (defaults[name], names.PAPER_PROTOCOL[name])]
     if clash:
         wanted = ", ".join(f"{k}={v!r}" for k, v in names.PAPER_PROTOCOL.items())
         raise ValueError(f"the paper's protocol is {wanted}; {', '.join(clash)} asks for "
@@ -723,7 +722,9 @@ def cross_validate(
         The reference paper's whole protocol (:data:`benchsel.names.PAPER_PROTOCOL`:
         ``covariance="paper"``, ``scoring="paper"``, ``splitter="paper"``,
         ``predictor="gaussian"``, ``seed=42``): Table 4 as its published code
-        runs it. Any of those arguments given otherwise is an error.
+        runs it. Any of those arguments set to neither its default nor the
+        paper's value is an error (one left at its default is taken as not
+        given).
     cv : splitter, optional
         How the models are split (:mod:`benchsel.evaluation.splitters`):
         :class:`~benchsel.evaluation.splitters.KFold` (the default, from
@@ -733,7 +734,11 @@ def cross_validate(
         :class:`~benchsel.evaluation.splitters.Frontier`,
         :class:`~benchsel.evaluation.splitters.Dated`. Given, it carries its
         own settings (``folds``, ``holdout`` and ``splitter`` stay at their
-        defaults), and ``seed`` seeds only the random objective's orders.
+        defaults) and its own seed for the folds; ``seed`` still seeds each
+        fold's calibration and the random objective's orders
+        (``[seed, fold index]``; :class:`~benchsel.evaluation.splitters.PaperKFold`
+        draws the orders from its own seed, as the published code does).
+        ``cv=KFold(folds, holdout, s)`` with ``seed=s`` is the default run.
 
     Returns
     -------
@@ -754,11 +759,11 @@ def cross_validate(
     elif (folds, holdout, splitter) != (10, 0.1, "default"):
         raise ValueError("folds, holdout and splitter set the default splitter; with cv= "
                          "give them to it (e.g. cv=KFold(folds=5, holdout=0.2))")
-    elif not callable(getattr(cv, "split", None)):
+    scores = _check_common(given, objectives, k_max, scoring, predictor, transform)
+    splits = cv.split(scores, given) if callable(getattr(cv, "split", None)) else None
+    if not isinstance(splits, Splits):
         raise ValueError(f"cv must be a splitter of benchsel.evaluation.splitters (KFold, "
                          f"PaperKFold, Extrapolation, Frontier, Dated); got {cv!r}")
-    scores = _check_common(given, objectives, k_max, scoring, predictor, transform)
-    splits = cv.split(scores, given)
     return _evaluate(scores, splits.folds, cv.protocol, splits.held, objectives, k_max,
                      covariance, ridge, clip, level, seed, n_jobs, backend, progress,
                      transform, scoring, calibrate, predictor, cv.splitter,

@@ -90,7 +90,7 @@ def prepare(model, given: Sequence[str]) -> None:
     of the fitted ``model``."""
     model._check_fitted()
     pattern = np.zeros(len(model.items_), dtype=bool)
-    pattern[model.scores_.item_indices(model._known(given, "given benchmarks"),
+    pattern[model.scores_.item_indices(model._known(given, "given benchmarks", stacklevel=5),
                                        "benchmark")] = True
     if not pattern.any():
         return

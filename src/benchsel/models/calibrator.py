@@ -37,9 +37,9 @@ from ..calibration.regimes import (
     range_excess,
 )
 from ..calibration.splits import MAX_MODELS, calibration_splits
+from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
-    ConvergenceWarning,
     estimate_covariance,
     fit_standardizer,
     working_covariance,

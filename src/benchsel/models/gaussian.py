@@ -211,7 +211,6 @@ class GaussianModel:
         """
         self._validate_params()
         if not isinstance(scores, ScoreMatrix):
-
             scores = as_scores(scores)
         given_items = scores.items
         scores = scores.cleaned()
@@ -333,8 +332,9 @@ class GaussianModel:
                             costs=costs, budget=budget, target_residual=target_residual,
                             seed=seed, keep_aggregates=keep_aggregates)
 
-    def _known(self, names, what: str) -> list[str]:
-        """``names`` without the items left out at fit time (warning about them)."""
+    def _known(self, names, what: str, stacklevel: int = 3) -> list[str]:
+        """``names`` without the items left out at fit time (warning about them, at
+        ``stacklevel`` frames above this one: the user's call)."""
         names = [str(name) for name in names]
         dropped = [name for name in names if name in self.dropped_items_]
         if dropped:
@@ -342,7 +342,7 @@ class GaussianModel:
                 f"ignoring {_short_list(dropped)} in the {what}: left out of the model "
                 "(no observed score, or constant)",
                 DataWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         return [name for name in names if name not in self.dropped_items_]
 

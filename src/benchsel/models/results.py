@@ -212,7 +212,7 @@ class Prediction:
             out.append(record)
         return out
 
-    def explain(self, *, include_observed: bool | None = None, noisy: bool = False) -> str:
+    def explain(self, *, include_observed: bool | None = None, noisy: bool | str = False) -> str:
         """What ``benchsel predict`` prints: per model, how it was predicted, then a table.
 
         The head says how many items were predicted from how many given, the
@@ -227,9 +227,10 @@ class Prediction:
         include_observed : bool, optional
             List the given items too (default: for a question-level plan's
             tasks, where a task run in full is listed as such).
-        noisy : bool, default False
-            The observed scores were given with measurement noise (``predict
-            --questions``, ``observed_std``): they are predicted too.
+        noisy : bool or str, default False
+            The observed scores were given with measurement noise
+            (``observed_std``): they are predicted too. A string names where
+            the noise came from (``predict`` passes ``"--questions"``).
         """
         tasks = self.item_kind == "task"
         include_observed = tasks if include_observed is None else include_observed
@@ -242,11 +243,13 @@ class Prediction:
                      r["std"], r["low"], r["high"]] for r in records]
             given = int(self.observed[i].sum())
             if tasks:
-                head = (f"{name}: {len(rows) - given} task score(s) predicted from the planned "
+                predicted = len(rows) - given if include_observed else len(rows)
+                head = (f"{name}: {predicted} task score(s) predicted from the planned "
                         "questions" + (f", {given} task(s) run in full" if given else ""))
             elif noisy:
                 head = (f"{name}: {len(rows)} predicted, its observed scores among them: the "
-                        "Gaussian conditioned on them with their measurement noise")
+                        "Gaussian conditioned on them with their measurement noise"
+                        + (f" ({noisy})" if isinstance(noisy, str) else ""))
             else:
                 head = f"{name}: {len(rows)} predicted from {given} observed"
             head += self._how(i)
@@ -255,8 +258,8 @@ class Prediction:
                 head += (f"\n  * {len(spread_only)} of {len(rows)}: the method knew no more "
                          "than the benchmark's own spread among the source models, so that is "
                          "the interval (run them to know more)")
-            ex = self.extrapolation[i]
-            if ex["flag"]:
+            ex = self.extrapolation[i] if self.extrapolation else {}
+            if ex.get("flag"):
                 head += ("\n  WARNING: extrapolation -- this model lies outside what the "
                          "source models cover; predictions are less reliable:")
                 head += "".join(f"\n  - {reason}" for reason in ex.get("reasons", []))

@@ -56,7 +56,7 @@ def predict_auto(model, models, x, gaussian, extrapolation: list, level: float) 
     given = ~np.isnan(x)
     # A model at the frontier of the sources keeps the method chosen for it: each
     # method corrects such a model by its own shortfall on the strongest sources
-    # (the Gaussian's in _predict_gaussian, the others' in predict_by_completion).
+    # (the Gaussian's in models.conditional, the others' in predict_by_completion).
     # Groups of rows predicted alike: same pattern, same method.
     groups, parts, choices = [], {}, [None] * len(models)
     patterns, inverse = unique_rows(given)

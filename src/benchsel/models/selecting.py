@@ -96,7 +96,6 @@ def select_items(
                          "one of the two")
     aggregates = {}
     if not keep_aggregates:
-
         aggregates = {name: why for name, why in
                       aggregate_columns(scores.values, scores.items).items()
                       if name not in include and name not in exclude}
@@ -109,10 +108,11 @@ def select_items(
                 DataWarning, stacklevel=3)
         exclude = exclude + list(aggregates)
     inc = scores.item_indices(include, "included benchmark")
-    exc = scores.item_indices(model._known(exclude, "exclusions"), "excluded benchmark")
+    exc = scores.item_indices(model._known(exclude, "exclusions", stacklevel=4),
+                              "excluded benchmark")
     cost_array = None
     if isinstance(costs, Mapping):
-        known = {name: costs[name] for name in model._known(costs, "costs")}
+        known = {name: costs[name] for name in model._known(costs, "costs", stacklevel=4)}
         unknown = [name for name in known if name not in set(model.items_)]
         if unknown:
             raise ValueError(

@@ -7,13 +7,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .._version import __version__
 from ..matrix import ScoreMatrix
 from ..observations import Observations, observe
 from ..outputs import write_json_atomic
 from ._format import FORMAT, FORMAT_VERSION
 from ._format import read_plan_json as _read_plan_json
 from ._schema import LEVELS
-from .parts import BenchmarkPlan, TaskPlan, _version
+from .parts import BenchmarkPlan, TaskPlan
 from .prediction import predict_mixed, task_estimates
 
 __all__ = ["Plan", "load_plan"]
@@ -48,7 +49,7 @@ class Plan:
     command: str | None = None
     allocation: str | None = None
     source_description: str | None = None
-    benchsel_version: str = field(default_factory=_version)
+    benchsel_version: str = __version__
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
                          .isoformat(timespec="seconds"))
 

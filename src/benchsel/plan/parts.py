@@ -28,10 +28,6 @@ _CHECK_ROWS = 20  # source models whose predictions a plan records to verify a r
 _RTOL, _ATOL = 1e-6, 1e-9
 
 
-def _version() -> str:
-
-    return __version__
-
 
 def _matrix_to_json(scores: ScoreMatrix) -> dict:
     return {
@@ -76,7 +72,7 @@ def _check_rebuild(recorded, rebuilt) -> None:
     if not same:
         raise ValueError(
             f"the predictor rebuilt from the plan does not reproduce the plan's "
-            f"recorded predictions (this benchsel is {_version()}); make the plan again "
+            f"recorded predictions (this benchsel is {__version__}); make the plan again "
             "with this version"
         )
 
@@ -163,7 +159,6 @@ class BenchmarkPlan:
 
 
 def _fit_gaussian(source: ScoreMatrix, options: dict):
-
     return GaussianModel(**options).fit(source)
 
 
@@ -284,7 +279,7 @@ class TaskPlan:
                 if chosen != list(self.selected):
                     raise ValueError(
                         f"the method rebuilt from the plan chose other questions than the "
-                        f"plan records (this benchsel is {_version()}); make the plan again "
+                        f"plan records (this benchsel is {__version__}); make the plan again "
                         "with this version"
                     )
                 _check_rebuild(self.check, _task_check(method, self.source))

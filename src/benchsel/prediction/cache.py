@@ -43,13 +43,18 @@ class CompletionCache:
         self._held: dict[tuple, _HeldRows] = {}
 
     def get(self, values: np.ndarray, method: str, rows=None) -> Completion:
-        """``complete(values, method)``, computed on the first request only.
+        """``complete(values, method)`` for a method of
+        :data:`~benchsel.prediction.completers.METHODS`, computed on the first request only.
 
         ``rows`` (a boolean mask or indices of rows, or None for all): the
         only rows the caller reads. ``ridge`` predicts the missing cells of those rows
         only, from fits on every row (:func:`complete_ridge`); every other
         method completes the whole matrix, kept for any caller.
         """
+        if method not in METHODS:
+            raise ValueError(f"{method!r} is not a method the cache completes with (one of "
+                             f"{', '.join(METHODS)}); 'auto' chooses among them: "
+                             "benchsel.prediction.complete(values, 'auto', cache=cache)")
         values = np.ascontiguousarray(values, dtype=float)
         parts = _BLENDS.get(method)
         if rows is not None and not set(parts or (method,)) & set(_BY_ROWS):

@@ -40,9 +40,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .._memory import check_memory
+from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
-    ConvergenceWarning,
     em_affordable,
     estimate_covariance,
     fit_standardizer,

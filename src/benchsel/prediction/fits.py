@@ -25,9 +25,9 @@ from .._lowrank import FactorCovariance
 from .._npz import CheckedNpz
 from .._patterns import unique_rows
 from ..cache_files import CacheWarning
+from ..exceptions import ConvergenceWarning
 from ..gaussian.conditional import conditional_moments
 from ..gaussian.covariance import (
-    ConvergenceWarning,
     em_affordable,
     estimate_covariance,
     fit_standardizer,
@@ -369,7 +369,6 @@ class FitStore:
             where = self._unchecked.pop(key)
             problem = self._fits[key].mismatch(source, kind)
             if problem is not None:
-
                 warnings.warn(f"{where}: a {kind} fit is not one of the rows it is kept for "
                               f"({problem}); fitted again", CacheWarning, stacklevel=2)
                 del self._fits[key]

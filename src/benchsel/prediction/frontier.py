@@ -1,7 +1,7 @@
 """A completion method's bias at the top of the source models.
 
 The Gaussian conditional has a frontier correction
-(:meth:`benchsel.calibration.GaussianCalibrator.frontier_shift`): its mean
+(:meth:`benchsel.models.GaussianCalibrator.frontier_shift`): its mean
 falls short on the strongest source models when they are predicted from
 the others, and a new model at the sources' frontier is moved by that
 shortfall. :func:`completion_frontier_shift` measures the same for a

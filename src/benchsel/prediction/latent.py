@@ -21,8 +21,9 @@ from ..matrix import Standardizer, column_moments
 __all__ = ["Completion", "Latent", "blend", "column_prior", "complete_mean", "finish",
            "interval", "percent_scale", "soft_impute"]
 
-
 _EPS = 1e-3
+
+
 def _special():
     """:mod:`scipy.special`, imported on first use: selecting benchmarks imports this
     module (through the model) and never needs it (about 60 ms)."""

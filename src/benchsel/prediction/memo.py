@@ -64,7 +64,6 @@ class AutoMemo:
     """Method choices and calibration residuals by pattern of given items."""
 
     def __init__(self):
-
         self._choices: dict[tuple, object] = {}
         self._residuals: dict[tuple, Residuals] = {}
         #: Each method's frontier shift by pattern (one value per item; the Gaussian
@@ -271,7 +270,6 @@ def _read(entry) -> tuple[bytes | None, str]:
 
 
 def _ignored(path: str, err: Exception) -> None:
-
     why = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
     warnings.warn(f"{path}: ignored, not what benchsel keeps for this board ({why}); "
                   "made again", CacheWarning, stacklevel=3)

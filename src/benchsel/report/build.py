@@ -168,7 +168,6 @@ def _overview(b: _Builder, s: Section, scores: ScoreMatrix, dataset: str) -> Non
 
 
 def _spectrum(b: _Builder, s: Section, model: GaussianModel) -> None:
-
     spec = spectrum(model.estimate_.covariance, model.items_).to_dict()
     b.payload["spectrum"] = spec
     n = len(spec["greedy_residual"])
@@ -209,7 +208,6 @@ def _selection(b: _Builder, s: Section, model: GaussianModel, k: int) -> None:
 def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: int, k_max: int,
                       covariance: str, transform: str, calibration: str, seed: int,
                       level: float) -> None:
-
     k_max = min(k_max, scores.n_items - 1)
     if k_max < 1:
         raise ValueError("cross-validation needs at least two benchmarks")
@@ -247,7 +245,6 @@ def _cross_validation(b: _Builder, s: Section, scores: ScoreMatrix, *, folds: in
 
 def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
               covariance: str, seed: int) -> None:
-
     result = discover(scores, bootstrap=bootstrap, covariance=covariance, seed=seed)
     found = result.to_dict()
     b.payload["discover"] = found
@@ -282,7 +279,6 @@ def _discover(b: _Builder, s: Section, scores: ScoreMatrix, *, bootstrap: int,
 
 def _audit(b: _Builder, s: Section, scores: ScoreMatrix, *, threshold: float,
            covariance: str, shown: int = 30) -> None:
-
     result = audit(scores, threshold=threshold, covariance=covariance)
     found = result.to_dict()
     b.payload["audit"] = found
