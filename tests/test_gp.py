@@ -8,7 +8,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, RationalQuadratic, 
 import benchsel
 from benchsel.calibration import unknown_calibration
 from benchsel.evaluation import cross_validate, extrapolate
-from benchsel.evaluation.cv import _shipped_model, _shipped_scores
+from benchsel.evaluation.folds import _shipped_model, _shipped_scores
 from benchsel.gaussian.covariance import fit_standardizer
 from benchsel.prediction import complete
 from benchsel.prediction import gp as residual_gp

@@ -198,7 +198,7 @@ def test_discover_bootstrap_names_unranked_benchmarks():
 
 
 def test_cv_spread_of_extreme_fold_r2_does_not_overflow():
-    from benchsel.evaluation.cv import _nanmean, _nanstd
+    from benchsel.evaluation.folds import _nanmean, _nanstd
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
