@@ -8,7 +8,8 @@ from its own layer and the layers below it; an import of a higher layer is
 an *arrow back up*. An *import circle* is a set of modules that reach each
 other through imports (a strongly connected component of more than one
 module), counting imports inside functions too: moving an import into a
-function hides a circle from Python, not from the reader.
+function hides a circle from Python, not from the reader. Imports under
+``if TYPE_CHECKING:`` (annotations only) never run and are not counted.
 
 The report also lists the folders whose modules sit in more than one layer
 (issue 53: folders should be layers), the imports of the package made
@@ -38,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "_patterns", "_reuse", "_ridge", "_text", "_version", "aggregates", "bounds", "cache_files",
         "exceptions", "matrix", "names", "outputs", "progress", "splits", "transforms",
     )),
-    ("data", ("datasets", "inputs", "io", "lmeval", "sources")),
+    ("data", ("datasets", "inputs", "io", "lmeval", "lmeval_samples", "sources")),
     ("maths", ("gaussian", "selection")),
     ("predictors and calibration", ("calibration", "prediction")),
     ("models", ("coreset", "models")),
@@ -203,6 +204,9 @@ def read_structure(src: Path) -> Structure:
 
 def _collect(structure: Structure, module: str, here: list[str], node, *, in_function) -> None:
     for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING",
+                                                                    "typing.TYPE_CHECKING"):
+            continue  # imports for annotations only: never run
         inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                    ast.Lambda))
         if isinstance(child, (ast.Import, ast.ImportFrom)):

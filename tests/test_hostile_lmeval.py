@@ -150,11 +150,11 @@ def test_deep_nesting_in_a_sample_line(runs, capsys):
 
 def test_a_sample_line_longer_than_the_cap_is_refused(runs, monkeypatch):
     """One unbroken line would otherwise be read whole, however long it is."""
-    import benchsel.lmeval
+    import benchsel.lmeval_samples
 
     log = sample_log(runs, "bs_mc_a")
     longest = max(len(x) for x in log.read_text().splitlines())
-    monkeypatch.setattr(benchsel.lmeval, "MAX_SAMPLE_LINE", longest + 1)  # the newline too
+    monkeypatch.setattr(benchsel.lmeval_samples, "MAX_SAMPLE_LINE", longest + 1)  # the newline too
     before = read_sample_scores(read_lm_eval(runs).run("fake-00", "bs_mc_a"))
     edit_line(log, 2, set_key("arguments", "x" * (longest + 10)))
     with pytest.raises(ValueError, match=f"^{log}: line 2: longer than {longest + 1:,} "

@@ -391,7 +391,7 @@ def test_questions_read_in_parallel_and_on_dask_match_the_serial_read(lm_eval_ru
 
 
 def test_sample_lines_are_read_without_their_prompts(tmp_path):
-    from benchsel.lmeval import _read_jsonl
+    from benchsel.lmeval_samples import _read_jsonl
 
     log = tmp_path / "samples_t_2024-01-01T00-00-00.jsonl"
     log.write_text(json.dumps({"doc_id": 3, "doc": {"question": "x" * 10_000},
