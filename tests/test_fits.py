@@ -407,14 +407,9 @@ def test_a_models_own_fit_of_its_board_is_the_fit_auto_would_make():
     assert len(GaussianModel(transform="logit").fit(scores).auto_memo.fits) == 0
 
 
-def test_the_folds_of_a_factor_board_keep_its_rank(monkeypatch):
-    # Where EM is out of reach the board is a factor model, its rank chosen on its
-    # held-out cells; auto's fold fits take that rank rather than choosing again.
-    import benchsel.gaussian.covariance as covariance
-    from benchsel._lowrank import FactorCovariance
-
-    monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1.0)
-    values = load_dataset("mteb").values
+def _factor_model_after_a_prediction(values: np.ndarray) -> GaussianModel:
+    """The default model of ``values`` (EM's cost cap set by the caller so that it is a
+    factor model), after one default prediction of a new model given two benchmarks."""
     scores = ScoreMatrix(values, [f"m{i}" for i in range(len(values))],
                          [f"b{j}" for j in range(values.shape[1])])
     with warnings.catch_warnings():
@@ -422,6 +417,17 @@ def test_the_folds_of_a_factor_board_keep_its_rank(monkeypatch):
         model = GaussianModel().fit(scores)
         assert model.estimate_.method == "factor"
         model.predict({f"b{j}": float(np.nanmean(values[:, j])) for j in (0, 3)})
+    return model
+
+
+def test_the_folds_of_a_factor_board_keep_its_rank(monkeypatch):
+    # Where EM is out of reach the board is a factor model, its rank chosen on its
+    # held-out cells; auto's fold fits take that rank rather than choosing again.
+    import benchsel.gaussian.covariance as covariance
+    from benchsel._lowrank import FactorCovariance
+
+    monkeypatch.setattr(covariance, "EM_MAX_FLOPS", 1.0)
+    model = _factor_model_after_a_prediction(load_dataset("mteb").values)
     factors = [fit.covariance for (kind, _, _), fit in model.auto_memo.fits._fits.items()
                if kind == "factor"]
     assert len(factors) >= 3  # the choice's folds
@@ -439,12 +445,6 @@ def test_the_folds_of_a_board_too_wide_for_em_are_factor_models_too(monkeypatch)
     monkeypatch.setattr(covariance, "EM_MAX_FLOPS",
                         covariance.em_iteration_flops(~np.isnan(values)) - 1)
     assert covariance.em_affordable(~np.isnan(values[: len(values) * 2 // 3]))
-    scores = ScoreMatrix(values, [f"m{i}" for i in range(len(values))],
-                         [f"b{j}" for j in range(values.shape[1])])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = GaussianModel().fit(scores)
-        assert model.estimate_.method == "factor"
-        model.predict({f"b{j}": float(np.nanmean(values[:, j])) for j in (0, 3)})
+    model = _factor_model_after_a_prediction(values)
     kinds = [kind for kind, _, _ in model.auto_memo.fits._fits]
     assert kinds.count("factor") >= 3 and "em-shrink" not in kinds
